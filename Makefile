@@ -1,0 +1,37 @@
+# Two commands: `make run` (install, then run the embedded default workflow) and
+# `make test` (install, then run the whole test suite). Both start from nothing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= all
+
+# Keep every cache inside the project.
+export XDG_CACHE_HOME := $(CURDIR)/.cache
+export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
+export PIP_CACHE_DIR := $(CURDIR)/.cache/pip
+export TORCH_HOME := $(CURDIR)/.cache/torch
+export NO_ALBUMENTATIONS_UPDATE := 1
+
+.PHONY: install run test clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[ingest,test]'
+	# img2dataset pins old pandas/webdataset; its runtime needs come from the `ingest` extra.
+	$(BIN)/python -m pip install --quiet --no-deps 'img2dataset>=1.45'
+	touch $@
+
+run: install
+	$(BIN)/snakemake --profile profiles/local --cores $(CORES)
+	$(BIN)/dpvip bundle verify results/bundle
+
+test: install
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf results .snakemake

@@ -1,0 +1,33 @@
+# Privacy accounting: the claims audit of the three papers and ViP's epsilon curve.
+
+
+rule privacy_audit:
+    input:
+        claims=config["privacy"]["claims"],
+    output:
+        f"{RESULTS}/privacy/audit_{{paper}}.csv",
+    params:
+        accountants=config["privacy"]["audit_accountants"],
+    log:
+        f"{LOGS}/privacy_audit/{{paper}}.log",
+    benchmark:
+        f"{BENCHMARKS}/privacy_audit/{{paper}}.tsv"
+    conda:
+        ENV
+    script:
+        "../workflow_scripts/privacy_audit.py"
+
+
+rule privacy_curve_vip_figure6:
+    output:
+        f"{RESULTS}/privacy/vip_figure6_curve.csv",
+    params:
+        curve=config["figures"]["vip_figure6"],
+    log:
+        f"{LOGS}/privacy_curve_vip_figure6.log",
+    benchmark:
+        f"{BENCHMARKS}/privacy_curve_vip_figure6.tsv"
+    conda:
+        ENV
+    script:
+        "../workflow_scripts/privacy_curve.py"

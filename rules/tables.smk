@@ -1,0 +1,15 @@
+# Tables: cheap, local rules that only read small result files.
+
+
+rule table_privacy_audit:
+    localrule: True
+    input:
+        expand(f"{RESULTS}/privacy/audit_{{paper}}.csv", paper=config["privacy"]["audit_papers"]),
+    output:
+        report(table_files("privacy_audit"), category="Tables", subcategory="Privacy"),
+    log:
+        f"{LOGS}/table_privacy_audit.log",
+    conda:
+        ENV
+    script:
+        "../workflow_scripts/table_privacy_audit.py"

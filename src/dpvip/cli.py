@@ -1,0 +1,132 @@
+"""The `dpvip` command line: privacy accounting and results-bundle checks.
+
+Bad input prints one line `dpvip: error: ...` and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from dpvip.errors import DpvipInputError
+from dpvip.privacy.accounting import ACCOUNTANTS, Mechanism, epsilon, noise_multiplier
+from dpvip.report.bundle import verify_bundle
+
+EXIT_BAD_INPUT = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but errors are a single line (no usage dump) and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _broadcast(values: list, count: int, flag: str) -> list:
+    if len(values) == count:
+        return values
+    if len(values) == 1:
+        return values * count
+    raise DpvipInputError(f"{flag} is given {len(values)} times; give it once or {count} times")
+
+
+def _mechanisms(args: argparse.Namespace) -> list[Mechanism]:
+    count = max(len(args.noise_multiplier), len(args.steps), len(args.sample_rate))
+    rates = _broadcast(args.sample_rate, count, "--sample-rate")
+    sigmas = _broadcast(args.noise_multiplier, count, "--noise-multiplier")
+    steps = _broadcast(args.steps, count, "--steps")
+    return [Mechanism(q, s, t) for q, s, t in zip(rates, sigmas, steps)]
+
+
+def _print(record: dict, as_json: bool, headline: str) -> None:
+    if as_json:
+        print(json.dumps(record, sort_keys=True))
+    else:
+        print(headline)
+
+
+def cmd_epsilon(args: argparse.Namespace) -> int:
+    mechanisms = _mechanisms(args)
+    spent = epsilon(mechanisms, args.delta, args.accountant)
+    record = asdict(spent) | {"mechanisms": [asdict(m) for m in mechanisms]}
+    _print(record, args.json, f"epsilon = {spent.epsilon:.6g} at delta = {spent.delta:g} ({spent.method})")
+    return 0
+
+
+def cmd_sigma(args: argparse.Namespace) -> int:
+    found = noise_multiplier(args.sample_rate, args.steps, args.epsilon, args.delta, args.accountant)
+    record = asdict(found) | {"sample_rate": args.sample_rate, "steps": args.steps}
+    _print(
+        record,
+        args.json,
+        f"noise multiplier = {found.noise_multiplier:.6g} spends epsilon = {found.epsilon:.6g} "
+        f"at delta = {found.delta:g} ({found.method})",
+    )
+    return 0
+
+
+def cmd_bundle_verify(args: argparse.Namespace) -> int:
+    result = verify_bundle(args.directory)
+    for name in result.missing:
+        print(f"missing: {name}")
+    for name in result.changed:
+        print(f"changed: {name}")
+    for name in result.unlisted:
+        print(f"not in manifest (ignored): {name}")
+    if result.ok:
+        print(f"bundle {args.directory}: every file matches its hash")
+        return 0
+    return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="dpvip", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    privacy = commands.add_parser("privacy", help="privacy accounting")
+    privacy_commands = privacy.add_subparsers(dest="privacy_command", required=True, parser_class=OneLineParser)
+    common = OneLineParser(add_help=False)
+    common.add_argument("--delta", type=float, required=True)
+    common.add_argument("--accountant", choices=ACCOUNTANTS, default="rdp")
+    common.add_argument("--json", action="store_true", help="print one JSON object")
+
+    eps = privacy_commands.add_parser(
+        "epsilon",
+        parents=[common],
+        help="epsilon spent by one or more (sample rate, sigma, steps) mechanisms",
+        description="Repeat --noise-multiplier/--steps/--sample-rate to compose several "
+        "mechanisms (a flag given once applies to all).",
+    )
+    eps.add_argument("--sample-rate", type=float, action="append", required=True)
+    eps.add_argument("--noise-multiplier", type=float, action="append", required=True)
+    eps.add_argument("--steps", type=int, action="append", required=True)
+    eps.set_defaults(handler=cmd_epsilon)
+
+    sigma = privacy_commands.add_parser("sigma", parents=[common], help="noise multiplier for a budget")
+    sigma.add_argument("--sample-rate", type=float, required=True)
+    sigma.add_argument("--steps", type=int, required=True)
+    sigma.add_argument("--epsilon", type=float, required=True)
+    sigma.set_defaults(handler=cmd_sigma)
+
+    bundle = commands.add_parser("bundle", help="results bundle")
+    bundle_commands = bundle.add_subparsers(dest="bundle_command", required=True, parser_class=OneLineParser)
+    verify = bundle_commands.add_parser("verify", help="check every file against MANIFEST.sha256")
+    verify.add_argument("directory")
+    verify.set_defaults(handler=cmd_bundle_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except DpvipInputError as err:
+        print(f"dpvip: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""Merge the per-paper audits into results/tables/privacy_audit.{csv,md,tex}."""
+
+import pandas as pd
+
+from dpvip.logs import logging_to
+from dpvip.privacy.audit import audit_notes
+from dpvip.report.tables import write_table
+
+with logging_to(snakemake.log[0]):
+    frame = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)
+    write_table(frame, snakemake.output[0], "Privacy claims audit: ViP, DP-RandP, Mehta et al.", audit_notes(frame))
