@@ -1,0 +1,29 @@
+"""Shared fixtures: the repository root and a runner for the `dpvip` command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+def run_dpvip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dpvip.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
+
+
+def dpvip_json(*args: str) -> dict:
+    done = run_dpvip(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

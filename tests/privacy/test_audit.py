@@ -1,0 +1,46 @@
+import pytest
+
+from dpvip.privacy import composed_sigma
+from dpvip.privacy.audit import audit_claim, audit_notes, verdict
+from dpvip.privacy.claims import load_claims
+
+
+@pytest.fixture(scope="module")
+def claims(root):
+    return {c.id: c for c in load_claims(root / "config/paper_values/privacy_claims.yaml")}
+
+
+def test_verdict_rounding():
+    assert verdict(7.99, 8.0) == "holds"
+    assert verdict(8.03, 8.0) == "holds (rounding)"
+    assert verdict(8.1, 8.0) == "fails"
+
+
+def test_mehta_derived_sigma_holds_under_rdp_and_exact_accounting_saves_noise(claims):
+    row = audit_claim(claims["mehta_fullbatch_eps4_delta1.0e-6"])
+    assert row["sigma_printed"] is False
+    assert row["sigma"] == pytest.approx(row["sigma_needed_rdp"], rel=1e-3)
+    assert row["verdict"] == "holds"
+    assert row["sigma_needed_pld"] == pytest.approx(row["sigma_needed_prv"])  # both exact at q = 1
+    assert row["noise_saving_pct"] > 5
+
+
+def test_composed_claim_is_audited_as_its_exact_gaussian_equivalent(claims):
+    row = audit_claim(claims["dprandp_t23_eps1"])
+    assert row["q"] == 1.0 and row["steps"] == 1
+    assert row["sigma"] == pytest.approx(composed_sigma([(71, 1), (43, 100)]))
+    assert row["epsilon_prv"] <= 1.0 and row["verdict"] == "holds"
+    assert "sigma=71 x 1 step(s)" in row["assumptions"]
+
+
+def test_dprandp_linear_probe_cifar10_holds(claims):
+    row = audit_claim(claims["dprandp_t22_eps1"], accountants=("prv",))
+    assert row["epsilon_prv"] <= 1.0 and row["verdict"] == "holds"
+    assert "epsilon_rdp" not in row
+
+
+def test_notes_name_failing_claims():
+    import pandas as pd
+
+    notes = audit_notes(pd.DataFrame({"claim": ["a", "b"], "verdict": ["holds", "fails"]}))
+    assert notes[-1].endswith("b.")
