@@ -6,7 +6,7 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 include: "rules/common.smk"
@@ -19,4 +19,4 @@ include: "rules/bundle.smk"
 rule all:
     default_target: True
     input:
-        BUNDLE,
+        rules.bundle.output,

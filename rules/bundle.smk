@@ -30,7 +30,7 @@ rule bundle:
         figures=BUNDLE_FIGURES,
         report=rules.bundle_report.output if config["bundle"]["report"] else [],
     output:
-        directory(BUNDLE),
+        f"{BUNDLE}/MANIFEST.sha256",
     params:
         config=config,
         workflow_dir=workflow.basedir,

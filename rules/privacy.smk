@@ -3,7 +3,7 @@
 
 rule privacy_audit:
     input:
-        claims=config["privacy"]["claims"],
+        claims=workflow_path(config["privacy"]["claims"]),
     output:
         f"{RESULTS}/privacy/audit_{{paper}}.csv",
     params:

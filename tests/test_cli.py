@@ -57,3 +57,10 @@ def test_bad_input_exits_2_with_one_line(args, message):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
     assert done.stdout == ""
+
+
+def test_cli_accountant_choices_are_the_library_accountants():
+    from dpvip.cli import ACCOUNTANT_CHOICES
+    from dpvip.privacy.accounting import ACCOUNTANTS
+
+    assert ACCOUNTANT_CHOICES == ACCOUNTANTS

@@ -1,11 +1,13 @@
 """Assemble results/bundle/: tables, figures, report, provenance.json, MANIFEST.sha256."""
 
+from pathlib import Path
+
 from dpvip.logs import logging_to
 from dpvip.report.bundle import build_bundle
 
 with logging_to(snakemake.log[0]):
     build_bundle(
-        snakemake.output[0],
+        Path(snakemake.output[0]).parent,
         {"tables": snakemake.input.tables, "figures": snakemake.input.figures, "report": snakemake.input.report},
         snakemake.params.config,
         snakemake.params.workflow_dir,

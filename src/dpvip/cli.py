@@ -11,8 +11,9 @@ import sys
 from dataclasses import asdict
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.accounting import ACCOUNTANTS, Mechanism, epsilon, noise_multiplier
-from dpvip.report.bundle import verify_bundle
+
+# Accounting imports torch (through opacus); it is loaded only by the commands that need it.
+ACCOUNTANT_CHOICES = ("rdp", "prv", "pld")
 
 EXIT_BAD_INPUT = 2
 
@@ -32,7 +33,9 @@ def _broadcast(values: list, count: int, flag: str) -> list:
     raise DpvipInputError(f"{flag} is given {len(values)} times; give it once or {count} times")
 
 
-def _mechanisms(args: argparse.Namespace) -> list[Mechanism]:
+def _mechanisms(args: argparse.Namespace) -> list:
+    from dpvip.privacy.accounting import Mechanism
+
     count = max(len(args.noise_multiplier), len(args.steps), len(args.sample_rate))
     rates = _broadcast(args.sample_rate, count, "--sample-rate")
     sigmas = _broadcast(args.noise_multiplier, count, "--noise-multiplier")
@@ -48,6 +51,8 @@ def _print(record: dict, as_json: bool, headline: str) -> None:
 
 
 def cmd_epsilon(args: argparse.Namespace) -> int:
+    from dpvip.privacy.accounting import epsilon
+
     mechanisms = _mechanisms(args)
     spent = epsilon(mechanisms, args.delta, args.accountant)
     record = asdict(spent) | {"mechanisms": [asdict(m) for m in mechanisms]}
@@ -56,6 +61,8 @@ def cmd_epsilon(args: argparse.Namespace) -> int:
 
 
 def cmd_sigma(args: argparse.Namespace) -> int:
+    from dpvip.privacy.accounting import noise_multiplier
+
     found = noise_multiplier(args.sample_rate, args.steps, args.epsilon, args.delta, args.accountant)
     record = asdict(found) | {"sample_rate": args.sample_rate, "steps": args.steps}
     _print(
@@ -68,6 +75,8 @@ def cmd_sigma(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle_verify(args: argparse.Namespace) -> int:
+    from dpvip.report.bundle import verify_bundle
+
     result = verify_bundle(args.directory)
     for name in result.missing:
         print(f"missing: {name}")
@@ -89,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     privacy_commands = privacy.add_subparsers(dest="privacy_command", required=True, parser_class=OneLineParser)
     common = OneLineParser(add_help=False)
     common.add_argument("--delta", type=float, required=True)
-    common.add_argument("--accountant", choices=ACCOUNTANTS, default="rdp")
+    common.add_argument("--accountant", choices=ACCOUNTANT_CHOICES, default="rdp")
     common.add_argument("--json", action="store_true", help="print one JSON object")
 
     eps = privacy_commands.add_parser(

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import ACCOUNTANTS, Mechanism, epsilon, noise_multiplier
+from dpvip.privacy.accounting import ACCOUNTANTS, Mechanism, epsilon, noise_multiplier
 
 VIP_N = 233_000_000
 VIP_MAIN = Mechanism(98304 / VIP_N, 0.48, 6100)

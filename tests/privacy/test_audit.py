@@ -1,6 +1,6 @@
 import pytest
 
-from dpvip.privacy import composed_sigma
+from dpvip.privacy.gaussian import composed_sigma
 from dpvip.privacy.audit import audit_claim, audit_notes, verdict
 from dpvip.privacy.claims import load_claims
 

@@ -1,6 +1,6 @@
 import pytest
 
-from dpvip.privacy import Mechanism, epsilon
+from dpvip.privacy.accounting import Mechanism, epsilon
 from dpvip.privacy.curves import epsilon_curve, step_grid
 
 

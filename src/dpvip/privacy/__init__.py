@@ -1,11 +1,5 @@
-"""Privacy accounting: epsilon of DP-SGD-style mechanisms and noise calibration."""
+"""Privacy accounting: epsilon of DP-SGD-style mechanisms and noise calibration.
 
-from dpvip.privacy.accounting import (
-    ACCOUNTANTS,
-    Mechanism,
-    epsilon,
-    noise_multiplier,
-)
-from dpvip.privacy.gaussian import composed_sigma
-
-__all__ = ["ACCOUNTANTS", "Mechanism", "composed_sigma", "epsilon", "noise_multiplier"]
+Modules: `accounting` (epsilon, noise calibration, three accountants), `gaussian` (exact
+full-batch composition), `claims` and `audit` (the papers' settings), `curves`.
+"""

@@ -1,0 +1,96 @@
+"""The Snakemake workflow: dry runs of both configs, lint, config errors, and one real
+end-to-end run of the embedded default in a temporary working directory."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpvip.report.bundle import verify_bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.workflow
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+    env = os.environ | {"MPLCONFIGDIR": str(workdir / ".mpl"), "NO_ALBUMENTATIONS_UPDATE": "1"}
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    done.output = done.stdout + done.stderr
+    return done
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table Snakemake prints, as {rule: count} (without 'total')."""
+    match = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", output, re.S)
+    assert match, output
+    return {rule: int(count) for rule, count in (line.split() for line in match.group(1).splitlines())}
+
+
+ALL_JOBS = {
+    "privacy_audit": 3,
+    "privacy_curve_vip_figure6": 1,
+    "table_privacy_audit": 1,
+    "figure_vip_figure6": 1,
+    "bundle_report": 1,
+    "bundle": 1,
+    "all": 1,
+}
+
+
+def test_dry_run_embedded_default(tmp_path):
+    done = snakemake(tmp_path, "-n")
+    assert done.returncode == 0, done.output
+    assert job_counts(done.output) == ALL_JOBS
+
+
+def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
+    done = snakemake(
+        tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"), "--configfile", str(ROOT / "config/paper.yaml")
+    )
+    assert done.returncode == 0, done.output
+    assert job_counts(done.output) == ALL_JOBS
+
+
+def test_lint_is_clean(tmp_path):
+    done = snakemake(tmp_path, "--lint")
+    assert done.returncode == 0, done.output
+    assert "Lints for" not in done.output and "Congratulations" in done.output
+
+
+def test_invalid_config_stops_before_any_job_naming_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("privacy:\n  audit_accountants: [rdp, moments]\n")
+    done = snakemake(tmp_path, "-n", "--configfile", str(bad))
+    assert done.returncode != 0
+    assert "config key 'privacy.audit_accountants[1]': 'moments' is not one of" in done.output
+    assert "Job stats" not in done.output
+
+
+@pytest.mark.slow
+def test_one_table_alone_then_everything_then_nothing(tmp_path):
+    table = snakemake(tmp_path, "--cores", "2", "results/tables/privacy_audit.csv")
+    assert table.returncode == 0, table.output
+    assert job_counts(table.output) == {"privacy_audit": 3, "table_privacy_audit": 1}
+    assert not (tmp_path / "results/figures").exists()
+
+    full = snakemake(tmp_path, "--cores", "2")
+    assert full.returncode == 0, full.output
+    rest = {rule: n for rule, n in ALL_JOBS.items() if rule not in ("privacy_audit", "table_privacy_audit")}
+    assert job_counts(full.output) == rest  # nothing already computed is recomputed
+
+    bundle = tmp_path / "results/bundle"
+    assert verify_bundle(bundle).ok and not verify_bundle(bundle).unlisted
+    for name in (
+        "tables/privacy_audit.csv", "tables/privacy_audit.md", "tables/privacy_audit.tex",
+        "figures/vip_figure6.png", "figures/vip_figure6.pdf", "report/report.html", "provenance.json",
+    ):
+        assert (bundle / name).is_file(), name
+
+    again = snakemake(tmp_path, "--cores", "2", "-n")
+    assert again.returncode == 0 and "Nothing to be done" in again.output
