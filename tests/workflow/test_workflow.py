@@ -94,3 +94,14 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
 
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
+
+
+def test_profile_resources_name_existing_rules(tmp_path):
+    """Snakemake silently ignores set-resources for unknown rules: catch typos here."""
+    import yaml
+
+    listed = snakemake(tmp_path, "--list-rules")
+    assert listed.returncode == 0, listed.output
+    rules = set(listed.stdout.split())
+    profile = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
+    assert set(profile["set-resources"]) <= rules
