@@ -17,6 +17,7 @@ try:
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 
+
 def workflow_path(path):
     """Config paths are relative to the workflow folder, so any working directory works."""
     return str(Path(workflow.basedir) / path)

@@ -2,13 +2,13 @@
 
 
 rule figure_vip_figure6:
-    localrule: True
     input:
         f"{RESULTS}/privacy/vip_figure6_curve.csv",
     output:
         report(figure_files("vip_figure6"), category="Figures", subcategory="Privacy"),
     log:
         f"{LOGS}/figure_vip_figure6.log",
+    localrule: True
     conda:
         ENV
     script:

@@ -6,14 +6,14 @@ rule privacy_audit:
         claims=workflow_path(config["privacy"]["claims"]),
     output:
         f"{RESULTS}/privacy/audit_{{paper}}.csv",
-    params:
-        accountants=config["privacy"]["audit_accountants"],
     log:
         f"{LOGS}/privacy_audit/{{paper}}.log",
     benchmark:
         f"{BENCHMARKS}/privacy_audit/{{paper}}.tsv"
     conda:
         ENV
+    params:
+        accountants=config["privacy"]["audit_accountants"],
     script:
         "../workflow_scripts/privacy_audit.py"
 
@@ -21,13 +21,13 @@ rule privacy_audit:
 rule privacy_curve_vip_figure6:
     output:
         f"{RESULTS}/privacy/vip_figure6_curve.csv",
-    params:
-        curve=config["figures"]["vip_figure6"],
     log:
         f"{LOGS}/privacy_curve_vip_figure6.log",
     benchmark:
         f"{BENCHMARKS}/privacy_curve_vip_figure6.tsv"
     conda:
         ENV
+    params:
+        curve=config["figures"]["vip_figure6"],
     script:
         "../workflow_scripts/privacy_curve.py"

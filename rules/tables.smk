@@ -2,13 +2,16 @@
 
 
 rule table_privacy_audit:
-    localrule: True
     input:
-        expand(f"{RESULTS}/privacy/audit_{{paper}}.csv", paper=config["privacy"]["audit_papers"]),
+        expand(
+            f"{RESULTS}/privacy/audit_{{paper}}.csv",
+            paper=config["privacy"]["audit_papers"],
+        ),
     output:
         report(table_files("privacy_audit"), category="Tables", subcategory="Privacy"),
     log:
         f"{LOGS}/table_privacy_audit.log",
+    localrule: True
     conda:
         ENV
     script:

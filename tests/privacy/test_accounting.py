@@ -106,3 +106,15 @@ def test_tighter_accounting_needs_less_noise():
 def test_bad_input_is_named(call, message):
     with pytest.raises(DpvipInputError, match=re.escape(message)):
         call()
+
+
+@pytest.mark.parametrize("accountant, target", [("prv", 0.05), ("pld", 0.005)])
+def test_targets_below_accountant_resolution_are_refused(accountant, target):
+    with pytest.raises(DpvipInputError, match=f"below what the {accountant} accountant resolves"):
+        noise_multiplier(0.5, 10, target, 1e-10, accountant)
+
+
+def test_small_full_batch_targets_stay_exact():
+    # q = 1 under prv is exact Gaussian accounting: no resolution limit.
+    found = noise_multiplier(1.0, 100, 0.05, 1e-5, "prv")
+    assert found.method == "analytic-gaussian-gdp" and found.epsilon == pytest.approx(0.05, rel=1e-6)

@@ -105,3 +105,11 @@ def test_profile_resources_name_existing_rules(tmp_path):
     rules = set(listed.stdout.split())
     profile = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
     assert set(profile["set-resources"]) <= rules
+
+
+def test_snakefmt_is_clean():
+    snakefmt = Path(sys.executable).with_name("snakefmt")
+    done = subprocess.run(
+        [str(snakefmt), "--check", "Snakefile", "rules"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

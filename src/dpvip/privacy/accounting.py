@@ -31,6 +31,9 @@ PRV_EPS_ERROR = 0.01
 # PLD loss discretisation. Coarser than dp-accounting's 1e-4 default but still pessimistic
 # (an upper bound): on ViP's settings epsilon is within 0.005 of the 1e-4 value, 10x faster.
 PLD_DISCRETIZATION = 1e-3
+# Epsilon resolution of the numerical accountants: calibrating to a target within ten times
+# this would return a sigma fitted to accountant error, not to the mechanism.
+RESOLUTION = {"prv": PRV_EPS_ERROR, "pld": PLD_DISCRETIZATION}
 CALIBRATION_TOLERANCE = 0.01  # calibrated sigma spends at most this much less epsilon
 CALIBRATION_RTOL = 1e-3  # relative precision of sigma from root finding (papers print 2-3 digits)
 RDP_ORDERS = tuple(RDPAccountant.DEFAULT_ALPHAS) + (64, 80, 96, 128, 192, 256, 512, 1024)
@@ -158,9 +161,13 @@ def epsilon(mechanisms: Sequence[Mechanism], delta: float, accountant: str) -> S
     return Spent(float(value), delta, accountant, METHODS[method])
 
 
-def _unreachable(target_epsilon: float, delta: float) -> DpvipInputError:
+MAX_NOISE_MULTIPLIER = 1e6  # opacus' search limit; the same bound for every accountant
+
+
+def _unreachable(target_epsilon: float, delta: float, accountant: str) -> DpvipInputError:
     return DpvipInputError(
-        f"epsilon {target_epsilon} at delta {delta} cannot be reached by any noise multiplier"
+        f"epsilon {target_epsilon} at delta {delta} cannot be reached under {accountant} "
+        f"by any noise multiplier up to {MAX_NOISE_MULTIPLIER:g}"
     )
 
 
@@ -168,7 +175,7 @@ def _calibrate_exact(sample_rate: float, steps: int, target_epsilon: float, delt
     try:
         mu = gaussian.mu_for_epsilon(target_epsilon, delta)
     except ValueError as err:
-        raise _unreachable(target_epsilon, delta) from err
+        raise _unreachable(target_epsilon, delta, "exact Gaussian accounting") from err
     return math.sqrt(steps) / mu
 
 
@@ -188,7 +195,7 @@ def _calibrate_opacus(accountant: str):
                     **extra,
                 )
         except ValueError as err:
-            raise _unreachable(target_epsilon, delta) from err
+            raise _unreachable(target_epsilon, delta, accountant) from err
 
     return calibrate
 
@@ -202,9 +209,14 @@ def _calibrate_numeric(accountant: str):
         def gap(sigma: float) -> float:
             return epsilon([Mechanism(sample_rate, sigma, steps)], delta, accountant).epsilon - target_epsilon
 
-        high = rdp_calibrate(sample_rate, steps, target_epsilon, delta)
+        try:
+            high = rdp_calibrate(sample_rate, steps, target_epsilon, delta)
+        except DpvipInputError:  # RDP's order grid can fail where prv/pld still succeed
+            high = 1.0
         while gap(high) > 0:
-            high *= 1.25
+            if high > MAX_NOISE_MULTIPLIER:
+                raise _unreachable(target_epsilon, delta, accountant)
+            high *= 1.25 if high > 1.0 else 2.0
         low = high * 0.9  # accountants differ by percents; small steps avoid costly low-sigma evaluations
         while gap(low) <= 0:
             low, high = low * 0.9, low
@@ -234,8 +246,14 @@ def noise_multiplier(
     check_delta(delta)
     check_accountant(accountant)
     if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
-        raise _unreachable(target_epsilon, delta)
+        raise _unreachable(target_epsilon, delta, accountant)
     method = "exact" if (accountant != "rdp" and sample_rate == 1.0) else accountant
+    resolution = RESOLUTION.get(method, 0.0)
+    if target_epsilon < 10 * resolution:
+        raise DpvipInputError(
+            f"epsilon {target_epsilon} is below what the {accountant} accountant resolves "
+            f"(about {resolution:g}); use a larger epsilon or another accountant"
+        )
     sigma = float(_CALIBRATE[method](sample_rate, steps, target_epsilon, delta))
     spent = epsilon([Mechanism(sample_rate, sigma, steps)], delta, accountant)
     return Calibration(sigma, spent.epsilon, target_epsilon, delta, accountant, spent.method)
