@@ -12,6 +12,8 @@ rule bundle_report:
         f"{RESULTS}/report/report.html",
     log:
         f"{LOGS}/bundle_report.log",
+    benchmark:
+        f"{BENCHMARKS}/bundle_report.tsv"
     localrule: True
     conda:
         ENV

@@ -8,9 +8,16 @@ rule table_privacy_audit:
             paper=config["privacy"]["audit_papers"],
         ),
     output:
-        report(table_files("privacy_audit"), category="Tables", subcategory="Privacy"),
+        report(
+            table_files("privacy_audit"),
+            caption="../report/privacy_audit.rst",
+            category="Tables",
+            subcategory="Privacy",
+        ),
     log:
         f"{LOGS}/table_privacy_audit.log",
+    benchmark:
+        f"{BENCHMARKS}/table_privacy_audit.tsv"
     localrule: True
     conda:
         ENV

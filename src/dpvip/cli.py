@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 from dpvip.errors import DpvipInputError
 
@@ -77,6 +78,8 @@ def cmd_sigma(args: argparse.Namespace) -> int:
 def cmd_bundle_verify(args: argparse.Namespace) -> int:
     from dpvip.report.bundle import verify_bundle
 
+    if not Path(args.directory).is_dir():
+        raise DpvipInputError(f"bundle directory {args.directory} does not exist")
     result = verify_bundle(args.directory)
     for name in result.missing:
         print(f"missing: {name}")

@@ -59,3 +59,8 @@ def test_rebuilding_replaces_old_files(bundle, tmp_path):
     (bundle / "stale.txt").write_text("old")
     build_bundle(bundle, {"tables": [bundle.parent / "sources/t.csv"]}, {}, tmp_path, tmp_path / "benchmarks")
     assert not (bundle / "stale.txt").exists() and verify_bundle(bundle).ok
+
+
+def test_cli_verify_missing_directory(tmp_path):
+    done = run_dpvip("bundle", "verify", str(tmp_path / "nope"))
+    assert done.returncode == 2 and "does not exist" in done.stderr
