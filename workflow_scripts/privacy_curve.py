@@ -7,10 +7,9 @@ from dpvip.privacy.curves import epsilon_curve, step_grid
 
 with logging_to(snakemake.log[0]):
     curve = snakemake.params.curve
-    n = curve["n"]
+    n, sample_rate, delta = curve["n"], curve["batch"] / curve["n"], 1 / (2 * curve["n"])
     steps = step_grid(curve["steps"], curve["points"])
-    frame = pd.DataFrame({"steps": steps})
-    frame["n"], frame["sample_rate"], frame["sigma"], frame["delta"] = n, curve["batch"] / n, curve["sigma"], 1 / (2 * n)
+    frame = pd.DataFrame({"steps": steps, "n": n, "sample_rate": sample_rate, "sigma": curve["sigma"], "delta": delta})
     for accountant in curve["accountants"]:
-        frame[f"epsilon_{accountant}"] = epsilon_curve(curve["batch"] / n, curve["sigma"], steps, 1 / (2 * n), accountant)
+        frame[f"epsilon_{accountant}"] = epsilon_curve(sample_rate, curve["sigma"], steps, delta, accountant)
     frame.to_csv(snakemake.output[0], index=False)

@@ -108,8 +108,9 @@ def check_accountant(accountant: str) -> None:
         raise DpvipInputError(f"accountant '{accountant}' is not one of {', '.join(ACCOUNTANTS)}")
 
 
-def _uses_exact(mechanisms: Sequence[Mechanism], accountant: str) -> bool:
-    return accountant != "rdp" and all(m.full_batch for m in mechanisms)
+def _method(accountant: str, full_batch: bool) -> str:
+    """The computation behind an accountant: exact Gaussian DP for full-batch prv/pld."""
+    return "exact" if accountant != "rdp" and full_batch else accountant
 
 
 def _rdp_epsilon(mechanisms: Sequence[Mechanism], delta: float) -> float:
@@ -151,7 +152,7 @@ def epsilon(mechanisms: Sequence[Mechanism], delta: float, accountant: str) -> S
     check_accountant(accountant)
     if not mechanisms:
         raise DpvipInputError("no mechanism given to account for")
-    method = "exact" if _uses_exact(mechanisms, accountant) else accountant
+    method = _method(accountant, all(m.full_batch for m in mechanisms))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # opacus' order-grid hint; grid extended
@@ -179,38 +180,33 @@ def _calibrate_exact(sample_rate: float, steps: int, target_epsilon: float, delt
     return math.sqrt(steps) / mu
 
 
-def _calibrate_opacus(accountant: str):
-    def calibrate(sample_rate: float, steps: int, target_epsilon: float, delta: float) -> float:
-        extra = {"alphas": list(RDP_ORDERS)} if accountant == "rdp" else {"eps_error": PRV_EPS_ERROR}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                return get_noise_multiplier(
-                    target_epsilon=target_epsilon,
-                    target_delta=delta,
-                    sample_rate=sample_rate,
-                    steps=steps,
-                    accountant=accountant,
-                    epsilon_tolerance=CALIBRATION_TOLERANCE,
-                    **extra,
-                )
-        except ValueError as err:
-            raise _unreachable(target_epsilon, delta, accountant) from err
-
-    return calibrate
+def _calibrate_rdp(sample_rate: float, steps: int, target_epsilon: float, delta: float) -> float:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return get_noise_multiplier(
+                target_epsilon=target_epsilon,
+                target_delta=delta,
+                sample_rate=sample_rate,
+                steps=steps,
+                accountant="rdp",
+                epsilon_tolerance=CALIBRATION_TOLERANCE,
+                alphas=list(RDP_ORDERS),
+            )
+    except ValueError as err:
+        raise _unreachable(target_epsilon, delta, "rdp") from err
 
 
 def _calibrate_numeric(accountant: str):
     """Root-find sigma for prv/pld inside a bracket from the RDP calibration: RDP bounds
     the true epsilon from above, so its sigma is (nearly) enough and a tight start."""
-    rdp_calibrate = _calibrate_opacus("rdp")
 
     def calibrate(sample_rate: float, steps: int, target_epsilon: float, delta: float) -> float:
         def gap(sigma: float) -> float:
             return epsilon([Mechanism(sample_rate, sigma, steps)], delta, accountant).epsilon - target_epsilon
 
         try:
-            high = rdp_calibrate(sample_rate, steps, target_epsilon, delta)
+            high = _calibrate_rdp(sample_rate, steps, target_epsilon, delta)
         except DpvipInputError:  # RDP's order grid can fail where prv/pld still succeed
             high = 1.0
         while gap(high) > 0:
@@ -229,7 +225,7 @@ def _calibrate_numeric(accountant: str):
 
 
 _CALIBRATE = {
-    "rdp": _calibrate_opacus("rdp"),
+    "rdp": _calibrate_rdp,
     "prv": _calibrate_numeric("prv"),
     "pld": _calibrate_numeric("pld"),
     "exact": _calibrate_exact,
@@ -247,7 +243,7 @@ def noise_multiplier(
     check_accountant(accountant)
     if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
         raise _unreachable(target_epsilon, delta, accountant)
-    method = "exact" if (accountant != "rdp" and sample_rate == 1.0) else accountant
+    method = _method(accountant, sample_rate == 1.0)
     resolution = RESOLUTION.get(method, 0.0)
     if target_epsilon < 10 * resolution:
         raise DpvipInputError(
