@@ -12,9 +12,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy import ACCOUNTANTS as ACCOUNTANT_CHOICES
 
 # Accounting imports torch (through opacus); it is loaded only by the commands that need it.
-ACCOUNTANT_CHOICES = ("rdp", "prv", "pld")
 
 EXIT_BAD_INPUT = 2
 

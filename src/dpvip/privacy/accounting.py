@@ -13,6 +13,7 @@ a paper that used RDP accounting obtained.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -24,9 +25,8 @@ from opacus.accountants.utils import get_noise_multiplier
 from scipy.optimize import brentq
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import gaussian
+from dpvip.privacy import ACCOUNTANTS, gaussian
 
-ACCOUNTANTS = ("rdp", "prv", "pld")
 PRV_EPS_ERROR = 0.01
 # PLD loss discretisation. Coarser than dp-accounting's 1e-4 default but still pessimistic
 # (an upper bound): on ViP's settings epsilon is within 0.005 of the 1e-4 value, 10x faster.
@@ -197,13 +197,19 @@ def _calibrate_rdp(sample_rate: float, steps: int, target_epsilon: float, delta:
         raise _unreachable(target_epsilon, delta, "rdp") from err
 
 
+@functools.lru_cache(maxsize=256)
+def _single_epsilon(sample_rate: float, sigma: float, steps: int, delta: float, accountant: str) -> float:
+    """Epsilon of one mechanism, memoised: calibration's last probe is the reported epsilon."""
+    return epsilon([Mechanism(sample_rate, sigma, steps)], delta, accountant).epsilon
+
+
 def _calibrate_numeric(accountant: str):
     """Root-find sigma for prv/pld inside a bracket from the RDP calibration: RDP bounds
     the true epsilon from above, so its sigma is (nearly) enough and a tight start."""
 
     def calibrate(sample_rate: float, steps: int, target_epsilon: float, delta: float) -> float:
         def gap(sigma: float) -> float:
-            return epsilon([Mechanism(sample_rate, sigma, steps)], delta, accountant).epsilon - target_epsilon
+            return _single_epsilon(sample_rate, sigma, steps, delta, accountant) - target_epsilon
 
         try:
             high = _calibrate_rdp(sample_rate, steps, target_epsilon, delta)
@@ -251,5 +257,5 @@ def noise_multiplier(
             f"(about {resolution:g}); use a larger epsilon or another accountant"
         )
     sigma = float(_CALIBRATE[method](sample_rate, steps, target_epsilon, delta))
-    spent = epsilon([Mechanism(sample_rate, sigma, steps)], delta, accountant)
-    return Calibration(sigma, spent.epsilon, target_epsilon, delta, accountant, spent.method)
+    spent = _single_epsilon(sample_rate, sigma, steps, delta, accountant)
+    return Calibration(sigma, spent, target_epsilon, delta, accountant, METHODS[method])
