@@ -1,4 +1,4 @@
-"""The `dpvip` command line: privacy accounting and results-bundle checks.
+"""The `dpvip` command line: privacy accounting, synthetic data, benchmarks, bundle checks.
 
 Bad input prints one line `dpvip: error: ...` and exits with status 2.
 """
@@ -93,6 +93,93 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
     return 1
 
 
+def _option(text: str) -> tuple[str, int | float]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"option {text!r} is not KEY=VALUE")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"option {key} needs a number (got {value!r})") from None
+    return key, int(number) if number.is_integer() and "." not in value else number
+
+
+def cmd_synthetic_generate(args: argparse.Namespace) -> int:
+    from dpvip.synthetic.shards import build_index, shard_name, write_index, write_shard
+    from dpvip.synthetic.spec import DatasetSpec
+
+    values = {
+        "family": args.family, "images": args.images, "resolution": args.resolution,
+        "shard_size": args.shard_size, "seed": args.seed, "encoding": args.encoding, "options": dict(args.option),
+    }
+    spec = DatasetSpec.from_config(args.name or args.family, values)
+    out = Path(args.out)
+    for shard in args.shards if args.shards is not None else range(spec.shards):
+        path = out / shard_name(shard)
+        if path.exists():  # shards are written atomically: one that exists is complete
+            print(f"{path}: exists, kept")
+            continue
+        write_shard(spec, shard, path, device=args.device)
+    paths = [out / shard_name(shard) for shard in range(spec.shards)]
+    if all(path.exists() for path in paths):
+        write_index(build_index(spec, paths), out / "index.json")
+        print(f"{out / 'index.json'}: {spec.images} images in {spec.shards} shards")
+    return 0
+
+
+def cmd_bench_synthetic(args: argparse.Namespace) -> int:
+    from dpvip.synthetic.bench import format_rows, rows_as_records, run_bench
+
+    rows = run_bench(args.families, args.resolutions, args.images, args.processes)
+    print(json.dumps(rows_as_records(rows)) if args.json else format_rows(rows))
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (got {text})")
+    return value
+
+
+def _add_synthetic(commands) -> None:
+    from dpvip.synthetic import FAMILIES
+
+    synthetic = commands.add_parser("synthetic", help="synthetic images from random processes")
+    synthetic_commands = synthetic.add_subparsers(dest="synthetic_command", required=True, parser_class=OneLineParser)
+    generate = synthetic_commands.add_parser(
+        "generate", help="write a synthetic dataset as webdataset shards plus index.json",
+        description="Existing shards are kept (they are written atomically), so a rerun resumes.",
+    )
+    generate.add_argument("--family", choices=FAMILIES, required=True)
+    generate.add_argument("--images", type=int, required=True)
+    generate.add_argument("--resolution", type=int, required=True)
+    generate.add_argument("--shard-size", type=int, default=1000)
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--encoding", default="png")
+    generate.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                          help="a family option, e.g. programs=21000, mix=6, rebuild_every=400")
+    generate.add_argument("--name", help="dataset name recorded in the samples (default: the family)")
+    generate.add_argument("--shards", type=int, nargs="+", help="only these shard numbers")
+    generate.add_argument("--device", default="cpu")
+    generate.add_argument("--out", required=True, help="output folder")
+    generate.set_defaults(handler=cmd_synthetic_generate)
+
+
+def _add_bench(commands) -> None:
+    from dpvip.synthetic import FAMILIES
+
+    bench = commands.add_parser("bench", help="benchmarks (ratios measured side by side in one run)")
+    bench_commands = bench.add_subparsers(dest="bench_command", required=True, parser_class=OneLineParser)
+    synthetic = bench_commands.add_parser("synthetic", help="images/s per synthetic family and resolution")
+    synthetic.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
+    synthetic.add_argument("--resolutions", nargs="+", type=_positive_int, default=[32, 64, 128, 256])
+    synthetic.add_argument("--images", type=_positive_int, default=64, help="images per measurement")
+    synthetic.add_argument("--processes", type=_positive_int, default=2, help="worker processes for the split run")
+    synthetic.add_argument("--json", action="store_true")
+    synthetic.set_defaults(handler=cmd_bench_synthetic)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="dpvip", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -127,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify = bundle_commands.add_parser("verify", help="check every file against MANIFEST.sha256")
     verify.add_argument("directory")
     verify.set_defaults(handler=cmd_bundle_verify)
+    _add_synthetic(commands)
+    _add_bench(commands)
     return parser
 
 
