@@ -14,6 +14,7 @@ report: "report/workflow.rst"
 
 include: "rules/common.smk"
 include: "rules/privacy.smk"
+include: "rules/synthetic.smk"
 include: "rules/tables.smk"
 include: "rules/figures.smk"
 include: "rules/bundle.smk"

@@ -1,7 +1,7 @@
 # The published results bundle: tables, figures, the Snakemake report, provenance, manifest.
 
-BUNDLE_TABLES = [*table_files("privacy_audit")]
-BUNDLE_FIGURES = [*figure_files("vip_figure6")]
+BUNDLE_TABLES = [*table_files("privacy_audit"), *table_files("synthetic_datasets")]
+BUNDLE_FIGURES = [*figure_files("vip_figure6"), *figure_files("synthetic_samples")]
 
 
 rule bundle_report:

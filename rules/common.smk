@@ -38,3 +38,28 @@ def table_files(name):
 
 def figure_files(name):
     return multiext(f"{FIGURES}/{name}", ".png", ".pdf")
+
+
+# Synthetic datasets, checked here (without torch) so a bad value stops before any job.
+from dpvip.synthetic.shards import shard_name, shard_stem
+from dpvip.synthetic.spec import DatasetSpec
+
+SYNTHETIC = f"{RESULTS}/synthetic"
+SYNTHETIC_SPECS = {}
+for _name, _values in config["synthetic"]["datasets"].items():
+    try:
+        SYNTHETIC_SPECS[_name] = DatasetSpec.from_config(_name, _values)
+    except DpvipInputError as err:
+        raise WorkflowError(f"invalid configuration: {err}") from None
+
+SYNTHETIC_INDEXES = [f"{SYNTHETIC}/{name}/index.json" for name in SYNTHETIC_SPECS]
+SYNTHETIC_SHARD_BENCHMARKS = [
+    f"{BENCHMARKS}/synthetic/{spec.name}/{shard_stem(s)}.tsv"
+    for spec in SYNTHETIC_SPECS.values()
+    for s in range(spec.shards)
+]
+
+
+def synthetic_shards(wildcards):
+    spec = SYNTHETIC_SPECS[wildcards.dataset]
+    return [f"{SYNTHETIC}/{spec.name}/{shard_name(s)}" for s in range(spec.shards)]

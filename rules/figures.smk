@@ -20,3 +20,27 @@ rule figure_vip_figure6:
         ENV
     script:
         "../workflow_scripts/figure_vip_figure6.py"
+
+
+rule figure_synthetic_samples:
+    input:
+        [f"{SYNTHETIC}/{name}/{shard_name(0)}" for name in SYNTHETIC_SPECS],
+    output:
+        report(
+            figure_files("synthetic_samples"),
+            caption="../report/synthetic_samples.rst",
+            category="Figures",
+            subcategory="Synthetic data",
+        ),
+    log:
+        f"{LOGS}/figure_synthetic_samples.log",
+    benchmark:
+        f"{BENCHMARKS}/figure_synthetic_samples.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        datasets=list(SYNTHETIC_SPECS),
+        per_dataset=config["figures"]["synthetic_samples"]["per_dataset"],
+    script:
+        "../workflow_scripts/figure_synthetic_samples.py"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dpvip.report.bundle import verify_bundle
+from dpvip.report.bundle import sha256, verify_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.workflow
@@ -32,15 +32,21 @@ def job_counts(output: str) -> dict[str, int]:
     return {rule: int(count) for rule, count in (line.split() for line in match.group(1).splitlines())}
 
 
-ALL_JOBS = {
+COMMON_JOBS = {
     "privacy_audit": 3,
     "privacy_curve_vip_figure6": 1,
     "table_privacy_audit": 1,
     "figure_vip_figure6": 1,
+    "table_synthetic_datasets": 1,
+    "figure_synthetic_samples": 1,
     "bundle_report": 1,
     "bundle": 1,
     "all": 1,
 }
+# 3 datasets x 4 shards of 512 images
+ALL_JOBS = COMMON_JOBS | {"synthetic_shard": 12, "synthetic_index": 3}
+# Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
+PAPER_JOBS = COMMON_JOBS | {"synthetic_shard": 210 + 21 + 260 + 21, "synthetic_index": 4}
 
 
 def test_dry_run_embedded_default(tmp_path):
@@ -54,7 +60,18 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
         tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"), "--configfile", str(ROOT / "config/paper.yaml")
     )
     assert done.returncode == 0, done.output
-    assert job_counts(done.output) == ALL_JOBS
+    assert job_counts(done.output) == PAPER_JOBS
+
+
+def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "synthetic:\n  datasets:\n    dead_leaves:\n      family: stylegan_oriented\n      resolution: 48\n"
+    )
+    done = snakemake(tmp_path, "-n", "--configfile", str(bad))
+    assert done.returncode != 0
+    assert "resolution must be a power of two for stylegan_oriented (got 48)" in done.output
+    assert "Job stats" not in done.output
 
 
 def test_lint_is_clean(tmp_path):
@@ -88,12 +105,23 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
     assert verify_bundle(bundle).ok and not verify_bundle(bundle).unlisted
     for name in (
         "tables/privacy_audit.csv", "tables/privacy_audit.md", "tables/privacy_audit.tex",
+        "tables/synthetic_datasets.csv", "figures/synthetic_samples.png", "figures/synthetic_samples.pdf",
         "figures/vip_figure6.png", "figures/vip_figure6.pdf", "report/report.html", "provenance.json",
     ):
         assert (bundle / name).is_file(), name
 
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
+
+    # A lost shard is regenerated alone, with the same bytes (the index records them).
+    shard = tmp_path / "results/synthetic/stylegan_oriented/shard-000002.tar"
+    before = sha256(shard)
+    shard.unlink()
+    index = "results/synthetic/stylegan_oriented/index.json"
+    redo = snakemake(tmp_path, "--cores", "2", index)
+    assert redo.returncode == 0, redo.output
+    assert job_counts(redo.output) == {"synthetic_shard": 1, "synthetic_index": 1}
+    assert sha256(shard) == before
 
 
 def test_profile_resources_name_existing_rules(tmp_path):

@@ -36,3 +36,20 @@ FAMILIES = {
 def family_class(name: str):
     module, cls = FAMILIES[name].target.split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+@dataclass(frozen=True)
+class PaperDataset:
+    """The dataset of the papers a family stands in for, at the size the papers used."""
+
+    name: str
+    paper: str
+    images: int
+    resolution: int
+
+
+PAPER_DATASETS = {
+    "shaders": PaperDataset("Shaders21k (21k GLSL programs)", "ViP", 1_050_000, 256),
+    "stylegan_oriented": PaperDataset("StyleGAN-Oriented", "DP-RandP", 105_000, 128),
+    "dead_leaves": PaperDataset("Dead leaves (mixed shapes)", "DP-RandP Table 10", 105_000, 128),
+}

@@ -29,8 +29,12 @@ def sample_key(index: int) -> str:
     return f"{index:0{KEY_DIGITS}d}"
 
 
+def shard_stem(shard: int) -> str:
+    return f"shard-{shard:06d}"
+
+
 def shard_name(shard: int) -> str:
-    return f"shard-{shard:06d}.tar"
+    return shard_stem(shard) + ".tar"
 
 
 def _writable_target(path: Path) -> Path:

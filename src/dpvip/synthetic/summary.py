@@ -1,0 +1,52 @@
+"""The `synthetic_datasets` table: what was generated, how fast, and what it stands in for."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+from dpvip.synthetic import PAPER_DATASETS
+
+
+def shard_seconds(benchmark_files: list[str | Path]) -> float:
+    """Total wall time of the shard jobs, from Snakemake's benchmark files."""
+    total = 0.0
+    for path in benchmark_files:
+        with Path(path).open() as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        total += float(rows[-1]["s"]) if rows else 0.0
+    return total
+
+
+def dataset_row(index_path: str | Path, benchmark_files: list[str | Path]) -> dict:
+    text = Path(index_path).read_text()
+    index = json.loads(text)
+    paper = PAPER_DATASETS[index["family"]]
+    seconds = shard_seconds(benchmark_files)
+    return {
+        "dataset": index["dataset"],
+        "family": index["family"],
+        "images": index["total_samples"],
+        "resolution": index["resolution"],
+        "shards": len(index["shards"]),
+        "options": json.dumps(index["options"], sort_keys=True),
+        "shard_job_seconds": round(seconds, 2),
+        "images_per_job_second": round(index["total_samples"] / seconds, 1) if seconds else None,
+        "stands_in_for": f"{paper.name} ({paper.paper})",
+        "paper_images": paper.images,
+        "paper_resolution": paper.resolution,
+        "index_sha256": hashlib.sha256(text.encode()).hexdigest(),
+    }
+
+
+def summary_notes(scale: str) -> list[str]:
+    return [
+        f"Scale: {scale}. Every image is generated here from a seed; none comes from the papers' releases.",
+        "shaders stands in for Shaders21k (its GLSL sources are offline and mostly non-commercial): "
+        "shader-like random programs evaluated as tensor code.",
+        "stylegan_oriented and dead_leaves are written from the descriptions of Baradad et al. (2021).",
+        "index_sha256 fingerprints the dataset: the index lists every shard's SHA-256.",
+        "images_per_job_second: images over the summed wall time of the shard jobs (process start included).",
+    ]
