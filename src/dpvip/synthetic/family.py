@@ -7,6 +7,7 @@ batch a kernel sees, and an image must not depend on which shard or job asked fo
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
@@ -50,3 +51,19 @@ def to_uint8(images: torch.Tensor) -> np.ndarray:
     """(N, 3, H, W) floats in [0, 1] -> (N, H, W, 3) uint8, rounding half up."""
     scaled = (images.clamp(0, 1) * 255 + 0.5).floor().to(torch.uint8)
     return scaled.permute(0, 2, 3, 1).contiguous().cpu().numpy()
+
+
+@contextlib.contextmanager
+def thread_invariant(device: torch.device):
+    """Run the block on one CPU thread. Some torch CPU kernels (bilinear upsampling, FFT)
+    round differently with different thread counts; images must not depend on how many
+    threads a job has. Other devices are left alone."""
+    if device.type != "cpu":
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

@@ -91,6 +91,8 @@ def shard_contents(path: str | Path) -> dict:
 
 def build_index(spec: DatasetSpec, shard_paths: list[str | Path]) -> dict:
     """The dataset index: the spec and each shard's contents; refuses shards that do not match."""
+    if len(shard_paths) != spec.shards:
+        raise DpvipInputError(f"dataset '{spec.name}' has {spec.shards} shards; {len(shard_paths)} were given to index")
     shards = []
     for shard, path in enumerate(shard_paths):
         contents = shard_contents(path)

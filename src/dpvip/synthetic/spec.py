@@ -47,6 +47,10 @@ class DatasetSpec:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise DpvipInputError(f"{where}: {key} must be a positive integer (got {value!r})")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise DpvipInputError(f"{where}: seed must be a non-negative integer (got {self.seed!r})")
+        if not isinstance(self.options, dict):
+            raise DpvipInputError(f"{where}: options must be a mapping of option names to numbers (got {self.options!r})")
         if self.encoding not in ENCODINGS:
             raise DpvipInputError(f"{where}: encoding '{self.encoding}' is not one of {', '.join(ENCODINGS)}")
         info = FAMILIES[self.family]

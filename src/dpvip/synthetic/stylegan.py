@@ -21,12 +21,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dpvip.synthetic.family import ImageFamily, to_uint8
+from dpvip.synthetic.family import ImageFamily, thread_invariant, to_uint8
 from dpvip.synthetic.noise import pink_noise
 from dpvip.synthetic.oriented_filters import oriented_bank
 from dpvip.synthetic.seeding import IMAGE, NETWORK, torch_rng
 
 STYLE_DIM = 512
+
+
+def _upsample(x: torch.Tensor) -> torch.Tensor:
+    with thread_invariant(x.device):
+        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
 
 
 class StyleGANOrientedFamily(ImageFamily):
@@ -123,15 +128,15 @@ class StyleGANOrientedFamily(ImageFamily):
     def render_block(self, start: int, count: int) -> np.ndarray:
         draws = [self.image_draws(i) for i in range(start, start + count)]
         strength = torch.stack([d["noise_strength"] for d in draws]).to(self.device)[:, None, None, None]
-        pink = pink_noise(torch.stack([d["white"] for d in draws]).to(self.device), torch.stack([d["alpha"] for d in draws]).to(self.device))
+        with thread_invariant(self.device):
+            pink = pink_noise(torch.stack([d["white"] for d in draws]).to(self.device), torch.stack([d["alpha"] for d in draws]).to(self.device))
         pink = pink[:, None] * strength
         noise_at = {r: F.adaptive_avg_pool2d(pink, r) * (self.resolution / r) for r in self.resolutions}
         x = torch.stack([d["const"] for d in draws]).to(self.device)
         conv_index, rgb = 0, None
         for level, res in enumerate(self.resolutions):
             if level > 0:
-                x = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
-                rgb = F.interpolate(rgb, scale_factor=2, mode="bilinear", align_corners=False)
+                x, rgb = _upsample(x), _upsample(rgb)
             for _ in range(1 if level == 0 else 2):
                 x = self._modulated_conv(x, [d["convs"][conv_index] for d in draws], noise_at[res])
                 conv_index += 1
