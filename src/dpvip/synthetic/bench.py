@@ -45,8 +45,29 @@ def _render(family: str, resolution: int, start: int, stop: int, threads: int, o
     return time.perf_counter() - began
 
 
-def _render_star(args: tuple) -> float:
-    return _render(*args)
+def _worker(job: tuple, barrier, results) -> None:
+    family, resolution, start, stop, options = job
+    _render(family, resolution, start, min(stop, start + 8), 1, options)  # warm-up before the clock
+    barrier.wait()
+    results.put(_render(family, resolution, start, stop, 1, options))
+
+
+def _split_seconds(family: str, resolution: int, images: int, processes: int, options: dict) -> float:
+    """Wall time for `processes` one-thread workers rendering `images` between them, from a
+    common start after each worker has imported everything and warmed up."""
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(processes), context.Queue()
+    per = -(-images // processes)
+    workers = [
+        context.Process(target=_worker, args=((family, resolution, k * per, min(images, (k + 1) * per), options), barrier, results))
+        for k in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    seconds = max(results.get() for _ in workers)
+    for worker in workers:
+        worker.join()
+    return seconds
 
 
 def bench_one(family: str, resolution: int, images: int, processes: int, options: dict | None = None) -> list[BenchRow]:
@@ -55,12 +76,8 @@ def bench_one(family: str, resolution: int, images: int, processes: int, options
     _render(family, resolution, 0, min(images, 8), cores, options)  # warm-up: imports, allocator, caches
     rows = [BenchRow(family, resolution, images, f"1 process x {cores} threads", _render(family, resolution, 0, images, cores, options))]
     if processes > 1:
-        per = -(-images // processes)
-        jobs = [(family, resolution, k * per, min(images, (k + 1) * per), 1, options) for k in range(processes)]
-        began = time.perf_counter()
-        with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            pool.map(_render_star, jobs)
-        rows.append(BenchRow(family, resolution, images, f"{processes} processes x 1 thread", time.perf_counter() - began))
+        seconds = _split_seconds(family, resolution, images, processes, options)
+        rows.append(BenchRow(family, resolution, images, f"{processes} processes x 1 thread", seconds))
     if family == "stylegan_oriented":
         single = _render(family, resolution, 0, images, cores, options | {"block_size": 1})
         rows.append(BenchRow(family, resolution, images, f"unbatched, 1 process x {cores} threads", single))

@@ -45,7 +45,7 @@ class StyleGANOrientedFamily(ImageFamily):
         rebuild_every: int = 400,
         channel_base: int = 2048,
         channel_max: int = 128,
-        block_size: int = 50,
+        block_size: int = 8,
     ) -> None:
         super().__init__(resolution, seed, device)
         if resolution < 4 or resolution & (resolution - 1):
