@@ -24,7 +24,7 @@ rule figure_vip_figure6:
 
 rule figure_synthetic_samples:
     input:
-        [f"{SYNTHETIC}/{name}/{shard_name(0)}" for name in SYNTHETIC_SPECS],
+        [ancient(shards[0]) for shards in SYNTHETIC_SHARDS.values()],
     output:
         report(
             figure_files("synthetic_samples"),

@@ -108,10 +108,13 @@ class StyleGANOrientedFamily(ImageFamily):
 
     # Batched synthesis ------------------------------------------------------------------
 
+    def _stack(self, draws: list[dict], key: str) -> torch.Tensor:
+        """One image-level draw of every image in the block, batched on the device."""
+        return torch.stack([d[key] for d in draws]).to(self.device)
+
     def _modulated_conv(self, x: torch.Tensor, draws: list[dict], noise: torch.Tensor) -> torch.Tensor:
         batch, c_in, height, width = x.shape
-        stack = lambda key: torch.stack([d[key] for d in draws]).to(self.device)  # noqa: E731
-        style, filters, scales, bias = stack("style"), stack("filters"), stack("scales"), stack("bias")
+        style, filters, scales, bias = (self._stack(draws, key) for key in ("style", "filters", "scales", "bias"))
         depthwise = self.bank[filters].reshape(batch * c_in, 1, 3, 3)
         padded = F.pad((x * style[:, :, None, None]).reshape(1, batch * c_in, height, width), (1, 1, 1, 1), mode="reflect")
         z = F.conv2d(padded, depthwise, groups=batch * c_in).reshape(batch, c_in, height * width)
@@ -121,18 +124,16 @@ class StyleGANOrientedFamily(ImageFamily):
         return F.relu(out + noise + bias[:, :, None, None])
 
     def _to_rgb(self, x: torch.Tensor, draws: list[dict]) -> torch.Tensor:
-        style = torch.stack([d["style"] for d in draws]).to(self.device)
-        weight = torch.stack([d["weight"] for d in draws]).to(self.device) * style[:, None, :] / math.sqrt(x.shape[1])
+        weight = self._stack(draws, "weight") * self._stack(draws, "style")[:, None, :] / math.sqrt(x.shape[1])
         return torch.bmm(weight, x.flatten(2)).reshape(x.shape[0], 3, *x.shape[2:])
 
     def render_block(self, start: int, count: int) -> np.ndarray:
         draws = [self.image_draws(i) for i in range(start, start + count)]
-        strength = torch.stack([d["noise_strength"] for d in draws]).to(self.device)[:, None, None, None]
         with thread_invariant(self.device):
-            pink = pink_noise(torch.stack([d["white"] for d in draws]).to(self.device), torch.stack([d["alpha"] for d in draws]).to(self.device))
-        pink = pink[:, None] * strength
+            pink = pink_noise(self._stack(draws, "white"), self._stack(draws, "alpha"))
+        pink = pink[:, None] * self._stack(draws, "noise_strength")[:, None, None, None]
         noise_at = {r: F.adaptive_avg_pool2d(pink, r) * (self.resolution / r) for r in self.resolutions}
-        x = torch.stack([d["const"] for d in draws]).to(self.device)
+        x = self._stack(draws, "const")
         conv_index, rgb = 0, None
         for level, res in enumerate(self.resolutions):
             if level > 0:
@@ -144,8 +145,8 @@ class StyleGANOrientedFamily(ImageFamily):
             rgb = layer_rgb if rgb is None else rgb + layer_rgb
         mean = rgb.mean(dim=(2, 3), keepdim=True)
         std = rgb.std(dim=(2, 3), keepdim=True).clamp_min(1e-6)
-        target_mean = torch.stack([d["colour_mean"] for d in draws]).to(self.device)[:, :, None, None]
-        target_std = torch.stack([d["colour_std"] for d in draws]).to(self.device)[:, :, None, None]
+        target_mean = self._stack(draws, "colour_mean")[:, :, None, None]
+        target_std = self._stack(draws, "colour_std")[:, :, None, None]
         return to_uint8((rgb - mean) / std * target_std + target_mean)
 
     def metadata(self, index: int) -> dict:
