@@ -1,9 +1,9 @@
 """Index a synthetic dataset: per-shard sample counts, index ranges and SHA-256."""
 
 from dpvip.logs import logging_to
-from dpvip.synthetic.shards import build_index, write_index
+from dpvip.synthetic.shards import build_index, write_json
 from dpvip.synthetic.spec import DatasetSpec
 
 with logging_to(snakemake.log[0]):
     spec = DatasetSpec.from_config(snakemake.wildcards.dataset, snakemake.params.spec)
-    write_index(build_index(spec, list(snakemake.input)), snakemake.output[0])
+    write_json(build_index(spec, list(snakemake.input)), snakemake.output[0])

@@ -105,7 +105,7 @@ def _option(text: str) -> tuple[str, int | float]:
 
 
 def cmd_synthetic_generate(args: argparse.Namespace) -> int:
-    from dpvip.synthetic.shards import build_index, shard_name, write_index, write_shard
+    from dpvip.synthetic.shards import build_index, claim_folder, shard_name, write_json, write_shard
     from dpvip.synthetic.spec import DatasetSpec
 
     values = {
@@ -114,6 +114,7 @@ def cmd_synthetic_generate(args: argparse.Namespace) -> int:
     }
     spec = DatasetSpec.from_config(args.name or args.family, values)
     out = Path(args.out)
+    claim_folder(spec, out)
     for shard in args.shards if args.shards is not None else range(spec.shards):
         path = out / shard_name(shard)
         if path.exists():  # shards are written atomically: one that exists is complete
@@ -122,7 +123,7 @@ def cmd_synthetic_generate(args: argparse.Namespace) -> int:
         write_shard(spec, shard, path, device=args.device)
     paths = [out / shard_name(shard) for shard in range(spec.shards)]
     if all(path.exists() for path in paths):
-        write_index(build_index(spec, paths), out / "index.json")
+        write_json(build_index(spec, paths), out / "index.json")
         print(f"{out / 'index.json'}: {spec.images} images in {spec.shards} shards")
     return 0
 
@@ -174,7 +175,7 @@ def _add_bench(commands) -> None:
     synthetic = bench_commands.add_parser("synthetic", help="images/s per synthetic family and resolution")
     synthetic.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     synthetic.add_argument("--resolutions", nargs="+", type=_positive_int, default=[32, 64, 128, 256])
-    synthetic.add_argument("--images", type=_positive_int, default=64, help="images per measurement")
+    synthetic.add_argument("--images", type=_positive_int, default=96, help="images per measurement")
     synthetic.add_argument("--processes", type=_positive_int, default=2, help="worker processes for the split run")
     synthetic.add_argument("--json", action="store_true")
     synthetic.set_defaults(handler=cmd_bench_synthetic)

@@ -16,11 +16,22 @@ def sha256(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def test_resuming_with_other_settings_is_refused_before_anything_is_written(tmp_path):
+    out = tmp_path / "leaves"
+    assert run_dpvip(*GENERATE, "--shards", "0", "--out", str(out)).returncode == 0
+    other = run_dpvip(*GENERATE, "--seed", "1", "--out", str(out))
+    assert other.returncode == 2
+    assert other.stderr.strip().splitlines() == [
+        f"dpvip: error: {out} holds a dataset generated with other settings ({out / 'dataset.json'}); use another output folder"
+    ]
+    assert sorted(p.name for p in out.iterdir()) == ["dataset.json", SHARDS[0]]
+
+
 def test_generate_writes_shards_and_index_and_regenerates_only_a_missing_shard(tmp_path):
     out = tmp_path / "leaves"
     done = run_dpvip(*GENERATE, "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in out.iterdir()) == sorted([*SHARDS, "index.json"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([*SHARDS, "dataset.json", "index.json"])
     index = json.loads((out / "index.json").read_text())
     assert index["total_samples"] == 30 and [s["samples"] for s in index["shards"]] == [10, 10, 10]
     assert [s["sha256"] for s in index["shards"]] == [sha256(out / name) for name in SHARDS]

@@ -11,7 +11,7 @@ import pytest
 
 from dpvip.errors import DpvipInputError
 from dpvip.synthetic.dead_leaves import DeadLeavesFamily
-from dpvip.synthetic.shards import build_index, read_images, sample_key, shard_name, write_index, write_shard
+from dpvip.synthetic.shards import build_index, read_images, sample_key, shard_name, write_json, write_shard
 from dpvip.synthetic.spec import DatasetSpec
 
 
@@ -81,7 +81,7 @@ def test_write_index_round_trips(dataset, tmp_path):
     spec, paths, _ = dataset
     index = build_index(spec, paths)
     target = tmp_path / "sub" / "index.json"
-    write_index(index, target)
+    write_json(index, target)
     assert json.loads(target.read_text()) == index
     assert not target.with_name("index.json.partial").exists()
 

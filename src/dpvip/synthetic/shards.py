@@ -106,11 +106,25 @@ def build_index(spec: DatasetSpec, shard_paths: list[str | Path]) -> dict:
     return spec.describe() | {"shards": shards, "total_samples": sum(s["samples"] for s in shards)}
 
 
-def write_index(index: dict, path: str | Path) -> None:
+def claim_folder(spec: DatasetSpec, folder: str | Path) -> None:
+    """Record `spec` in `folder/dataset.json`, refusing a folder that holds another dataset:
+    resuming must never mix shards generated with different settings."""
+    record = _writable_target(Path(folder) / "dataset.json")
+    if record.exists():
+        if json.loads(record.read_text()) != spec.describe():
+            raise DpvipInputError(f"{folder} holds a dataset generated with other settings ({record}); use another output folder")
+        return
+    write_json(spec.describe(), record)
+
+
+def write_json(record: dict, path: str | Path) -> None:
+    """Write `record` as JSON through a temporary file, so a crash leaves no half file."""
     path = _writable_target(Path(path))
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(index, indent=1) + "\n")
+    partial.write_text(json.dumps(record, indent=1) + "\n")
     os.replace(partial, path)
+
+
 
 
 def read_images(path: str | Path, limit: int | None = None) -> Iterator[tuple[np.ndarray, dict]]:
