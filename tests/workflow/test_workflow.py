@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dpvip.report.bundle import sha256, verify_bundle
+from dpvip.files import sha256
+from dpvip.report.bundle import verify_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.workflow

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dpvip.files import sha256
 from dpvip.report.provenance import provenance
 
 MANIFEST = "MANIFEST.sha256"
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_manifest(bundle: Path) -> Path:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import os
 import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
+
+from dpvip.files import read_benchmark
 
 PACKAGES = (
     "dpvip", "torch", "torchvision", "timm", "opacus", "dp-accounting", "webdataset",
@@ -65,17 +66,9 @@ def rule_timings(benchmarks_dir: Path) -> list[dict]:
     """One entry per Snakemake `benchmark:` file: job, wall seconds, peak RSS (MB)."""
     timings = []
     for path in sorted(benchmarks_dir.rglob("*.tsv")):
-        with path.open() as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        if not rows:
-            continue
-        timings.append(
-            {
-                "job": path.relative_to(benchmarks_dir).with_suffix("").as_posix(),
-                "seconds": float(rows[-1]["s"]),
-                "max_rss_mb": float(rows[-1]["max_rss"]) if rows[-1].get("max_rss", "NA") != "NA" else None,
-            }
-        )
+        record = read_benchmark(path)
+        if record is not None:
+            timings.append({"job": path.relative_to(benchmarks_dir).with_suffix("").as_posix(), **record})
     return timings
 
 

@@ -9,7 +9,6 @@ fixed mtime, so the same shard has the same bytes on every run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tarfile
@@ -20,6 +19,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dpvip.errors import DpvipInputError
+from dpvip.files import sha256
 from dpvip.synthetic.spec import DatasetSpec
 
 KEY_DIGITS = 9
@@ -76,16 +76,12 @@ def shard_contents(path: str | Path) -> dict:
     path = Path(path)
     with tarfile.open(path) as archive:
         keys = sorted({Path(member.name).name.split(".", 1)[0] for member in archive.getmembers()})
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
     return {
         "file": path.name,
         "samples": len(keys),
         "first_index": int(keys[0]) if keys else None,
         "last_index": int(keys[-1]) if keys else None,
-        "sha256": digest.hexdigest(),
+        "sha256": sha256(path),
     }
 
 

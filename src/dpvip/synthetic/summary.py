@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from pathlib import Path
 
+from dpvip.files import read_benchmark
 from dpvip.synthetic import PAPER_DATASETS
 
 
 def shard_seconds(benchmark_files: list[str | Path]) -> float:
     """Total wall time of the shard jobs, from Snakemake's benchmark files."""
-    total = 0.0
-    for path in benchmark_files:
-        with Path(path).open() as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        total += float(rows[-1]["s"]) if rows else 0.0
-    return total
+    records = (read_benchmark(path) for path in benchmark_files)
+    return sum(record["seconds"] for record in records if record is not None)
 
 
 def dataset_row(index_path: str | Path, benchmark_files: list[str | Path]) -> dict:
