@@ -19,7 +19,6 @@ import torch
 from dpvip.synthetic.spec import DatasetSpec
 
 AUTHORS_IMAGES_PER_SECOND_128 = {"stylegan_oriented": 1.7, "dead_leaves": 2.6}
-TARGET_IMAGES_PER_SECOND_128 = 20.0
 
 
 @dataclass

@@ -55,16 +55,16 @@ def write_shard(spec: DatasetSpec, shard: int, path: str | Path, device: str = "
     path = _writable_target(Path(path))
     generator = spec.generator(device)
     partial = path.with_name(path.name + ".partial")
+    shared = {"dataset": spec.name, "family": spec.family, "seed": spec.seed, "resolution": spec.resolution}
     written = 0
+    bar = tqdm(total=len(indices), desc=f"{spec.name} {shard_name(shard)}", unit="img", disable=not progress, mininterval=2)
     try:
-        with wds.TarWriter(str(partial), mtime=0) as sink:
-            bar = tqdm(total=len(indices), desc=f"{spec.name} {shard_name(shard)}", unit="img", disable=not progress, mininterval=2)
+        with bar, wds.TarWriter(str(partial), mtime=0) as sink:
             for index, image in generator.images(indices.start, indices.stop):
-                meta = {"dataset": spec.name, "family": spec.family, "index": index, "seed": spec.seed, "resolution": spec.resolution}
-                sink.write({"__key__": sample_key(index), spec.encoding: image, "json": json.dumps(meta | generator.metadata(index), sort_keys=True)})
+                meta = json.dumps(shared | {"index": index} | generator.metadata(index), sort_keys=True)
+                sink.write({"__key__": sample_key(index), spec.encoding: image, "json": meta})
                 written += 1
                 bar.update()
-            bar.close()
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
@@ -119,8 +119,6 @@ def write_json(record: dict, path: str | Path) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(record, indent=1) + "\n")
     os.replace(partial, path)
-
-
 
 
 def read_images(path: str | Path, limit: int | None = None) -> Iterator[tuple[np.ndarray, dict]]:

@@ -7,13 +7,17 @@ so the command line and the workflow reject bad input the same way.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from dpvip.errors import DpvipInputError
 from dpvip.synthetic import FAMILIES, family_class
 
 ENCODINGS = ("png", "jpg")
 SPEC_KEYS = ("family", "images", "resolution", "shard_size", "seed", "encoding", "options")
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,9 @@ class DatasetSpec:
             raise DpvipInputError(f"{where}: family '{self.family}' is not one of {', '.join(FAMILIES)}")
         for key in ("images", "resolution", "shard_size"):
             value = getattr(self, key)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not _integer(value) or value < 1:
                 raise DpvipInputError(f"{where}: {key} must be a positive integer (got {value!r})")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+        if not _integer(self.seed) or self.seed < 0:
             raise DpvipInputError(f"{where}: seed must be a non-negative integer (got {self.seed!r})")
         if not isinstance(self.options, dict):
             raise DpvipInputError(f"{where}: options must be a mapping of option names to numbers (got {self.options!r})")
@@ -60,7 +64,7 @@ class DatasetSpec:
             if key not in info.options:
                 raise DpvipInputError(f"{where}: option '{key}' does not apply to {self.family} (options: {', '.join(info.options)})")
             kind = info.options[key]
-            if not isinstance(value, (int, kind)) or isinstance(value, bool) or value <= 0:
+            if not (_integer(value) or (kind is float and isinstance(value, float))) or value <= 0:
                 raise DpvipInputError(f"{where}: option {key} must be a positive {kind.__name__} (got {value!r})")
 
     @property
@@ -82,7 +86,6 @@ class DatasetSpec:
             raise DpvipInputError(f"synthetic dataset '{self.name}': {err}") from None
 
     def describe(self) -> dict:
-        return {
-            "dataset": self.name, "family": self.family, "images": self.images, "resolution": self.resolution,
-            "shard_size": self.shard_size, "seed": self.seed, "encoding": self.encoding, "options": dict(self.options),
-        }
+        """The spec as recorded in index.json and dataset.json (`name` stored as `dataset`)."""
+        fields = asdict(self)
+        return {"dataset": fields.pop("name"), **fields}

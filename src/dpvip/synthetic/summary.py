@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
-from dpvip.files import read_benchmark
+from dpvip.files import read_benchmark, sha256
 from dpvip.synthetic import PAPER_DATASETS
 
 
@@ -17,8 +16,7 @@ def shard_seconds(benchmark_files: list[str | Path]) -> float:
 
 
 def dataset_row(index_path: str | Path, benchmark_files: list[str | Path]) -> dict:
-    text = Path(index_path).read_text()
-    index = json.loads(text)
+    index = json.loads(Path(index_path).read_text())
     paper = PAPER_DATASETS[index["family"]]
     seconds = shard_seconds(benchmark_files)
     return {
@@ -33,7 +31,7 @@ def dataset_row(index_path: str | Path, benchmark_files: list[str | Path]) -> di
         "stands_in_for": f"{paper.name} ({paper.paper})",
         "paper_images": paper.images,
         "paper_resolution": paper.resolution,
-        "index_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "index_sha256": sha256(index_path),
     }
 
 
