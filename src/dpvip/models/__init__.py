@@ -1,0 +1,59 @@
+"""Model families, with sizes as data.
+
+`MAE_SIZES` is the registry of masked-autoencoder sizes: ViP Table 3 (nano ... large, patch
+16 on 224 px images) and small CPU sizes for the embedded default. It imports nothing heavy,
+so configuration checks can use it; `dpvip.models.mae` builds the networks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from dpvip.errors import DpvipInputError
+
+
+@dataclass(frozen=True)
+class MAESize:
+    """Widths and depths of an MAE; patch size and image size are settings of the run."""
+
+    encoder_width: int
+    encoder_depth: int
+    encoder_heads: int
+    decoder_width: int = 512
+    decoder_depth: int = 4
+    decoder_heads: int = 16
+    mlp_ratio: float = 4.0
+    paper_parameters: float | None = None  # millions, as ViP Table 3 prints them
+
+    def architecture(self) -> dict:
+        """The fields that shape the network (what a checkpoint must match)."""
+        fields = asdict(self)
+        fields.pop("paper_parameters")
+        return fields
+
+
+# ViP Table 3: encoder width 192/384/576/768/1024, depth 12 (24 for large), decoder 512 wide
+# with 4 blocks; heads keep the width per head at 64 as in ViT. The authors' names do not
+# follow timm's (their "tiny" is timm's ViT-S width).
+MAE_SIZES = {
+    "nano": MAESize(192, 12, 3, paper_parameters=18.6),
+    "tiny": MAESize(384, 12, 6, paper_parameters=34.8),
+    "small": MAESize(576, 12, 9, paper_parameters=61.6),
+    "base": MAESize(768, 12, 12, paper_parameters=99.0),
+    "large": MAESize(1024, 24, 16, paper_parameters=233.3),
+    # CPU sizes for the embedded default (32 px images, patch 4).
+    "micro": MAESize(96, 4, 3, decoder_width=64, decoder_depth=2, decoder_heads=4),
+    "mini": MAESize(192, 6, 3, decoder_width=128, decoder_depth=2, decoder_heads=4),
+}
+
+
+def mae_size(name: str, decoder_depth: int | None = None) -> MAESize:
+    """The registered size `name`, with the decoder depth replaced if given (ViP Table 11)."""
+    if name not in MAE_SIZES:
+        raise DpvipInputError(f"MAE size '{name}' is not registered (known: {', '.join(MAE_SIZES)})")
+    size = MAE_SIZES[name]
+    if decoder_depth is None or decoder_depth == size.decoder_depth:
+        return size
+    if decoder_depth < 1:
+        raise DpvipInputError(f"MAE decoder depth must be at least 1, not {decoder_depth}")
+    return MAESize(**(size.architecture() | {"decoder_depth": decoder_depth}))
