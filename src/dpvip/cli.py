@@ -1,4 +1,5 @@
-"""The `dpvip` command line: privacy accounting, synthetic data, benchmarks, bundle checks.
+"""The `dpvip` command line: privacy accounting, synthetic data, pre-training,
+benchmarks, bundle checks.
 
 Bad input prints one line `dpvip: error: ...` and exits with status 2.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -167,6 +169,43 @@ def _add_synthetic(commands) -> None:
     generate.set_defaults(handler=cmd_synthetic_generate)
 
 
+def cmd_pretrain_mae(args: argparse.Namespace) -> int:
+    import yaml
+
+    from dpvip.train.launch import run_torchrun
+    from dpvip.train.mae_pretrain import PretrainSettings, pretrain_mae
+
+    path = Path(args.settings)
+    if not path.is_file():
+        raise DpvipInputError(f"settings file {path} does not exist")
+    settings = PretrainSettings.from_config(yaml.safe_load(path.read_text()) or {}, args.size)
+    if args.procs > 1 and "WORLD_SIZE" not in os.environ:
+        forwarded = ["pretrain", "mae", "--settings", str(path), "--size", args.size, "--data", args.data, "--out", args.out]
+        run_torchrun(args.procs, forwarded)
+        return 0
+    record = pretrain_mae(settings, args.data, args.out)
+    if os.environ.get("RANK", "0") == "0":
+        print(f"{args.out}/model.pt: {record['steps']} steps, {record['images_seen']} images, {record['skipped_samples']} skipped")
+    return 0
+
+
+def _add_pretrain(commands) -> None:
+    from dpvip.models import MAE_SIZES
+
+    pretrain = commands.add_parser("pretrain", help="non-private pre-training")
+    pretrain_commands = pretrain.add_subparsers(dest="pretrain_command", required=True, parser_class=OneLineParser)
+    mae = pretrain_commands.add_parser(
+        "mae", help="masked-autoencoder pre-training on webdataset shards ((Syn)-ViP)",
+        description="Resumes from OUT/work/state.pt if present; writes OUT/model.pt and OUT/metrics.jsonl.",
+    )
+    mae.add_argument("--settings", required=True, help="YAML/JSON of pre-training settings (keys of pretrain.syn_vip in config/schema.yaml)")
+    mae.add_argument("--size", choices=MAE_SIZES, required=True)
+    mae.add_argument("--data", required=True, help="index.json of the training shards")
+    mae.add_argument("--out", required=True, help="run folder")
+    mae.add_argument("--procs", type=_positive_int, default=1, help="processes (GPUs) on this node, launched with torchrun")
+    mae.set_defaults(handler=cmd_pretrain_mae)
+
+
 def _add_bench(commands) -> None:
     from dpvip.synthetic import FAMILIES
 
@@ -216,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("directory")
     verify.set_defaults(handler=cmd_bundle_verify)
     _add_synthetic(commands)
+    _add_pretrain(commands)
     _add_bench(commands)
     return parser
 
