@@ -1,7 +1,16 @@
 # The published results bundle: tables, figures, the Snakemake report, provenance, manifest.
 
-BUNDLE_TABLES = [*table_files("privacy_audit"), *table_files("synthetic_datasets")]
-BUNDLE_FIGURES = [*figure_files("vip_figure6"), *figure_files("synthetic_samples")]
+BUNDLE_TABLES = [
+    *table_files("privacy_audit"),
+    *table_files("synthetic_datasets"),
+    *table_files("vip_table3"),
+]
+BUNDLE_FIGURES = [
+    *figure_files("vip_figure6"),
+    *figure_files("synthetic_samples"),
+    *figure_files("syn_vip_loss"),
+    *figure_files("syn_vip_reconstructions"),
+]
 
 
 rule bundle_report:

@@ -68,3 +68,28 @@ SYNTHETIC_SHARD_BENCHMARKS = [
 
 def synthetic_shards(wildcards):
     return [ancient(path) for path in SYNTHETIC_SHARDS[wildcards.dataset]]
+
+
+# (Syn)-ViP pre-training runs, checked here (without torch) before any job.
+from dpvip.train.settings import syn_vip_settings
+
+PRETRAIN = f"{RESULTS}/pretrain"
+SYN_VIP = config["pretrain"]["syn_vip"]
+if SYN_VIP["dataset"] not in SYNTHETIC_SPECS:
+    raise WorkflowError(
+        f"invalid configuration: config key 'pretrain.syn_vip.dataset': '{SYN_VIP['dataset']}' "
+        f"is not a synthetic dataset (known: {', '.join(SYNTHETIC_SPECS)})"
+    )
+try:
+    SYN_VIP_SETTINGS = {
+        model: syn_vip_settings(
+            SYN_VIP, model, SYNTHETIC_SPECS[SYN_VIP["dataset"]].images
+        )
+        for model in SYN_VIP["models"]
+    }
+except DpvipInputError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
+
+
+def syn_vip_run(model):
+    return f"{PRETRAIN}/syn_vip_{model}"

@@ -44,3 +44,50 @@ rule figure_synthetic_samples:
         per_dataset=config["figures"]["synthetic_samples"]["per_dataset"],
     script:
         "../workflow_scripts/figure_synthetic_samples.py"
+
+
+rule figure_syn_vip_loss:
+    input:
+        expand(f"{PRETRAIN}/syn_vip_{{model}}/metrics.jsonl", model=SYN_VIP["models"]),
+    output:
+        report(
+            figure_files("syn_vip_loss"),
+            caption="../report/syn_vip_loss.rst",
+            category="Figures",
+            subcategory="Pre-training",
+        ),
+    log:
+        f"{LOGS}/figure_syn_vip_loss.log",
+    benchmark:
+        f"{BENCHMARKS}/figure_syn_vip_loss.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        dataset=SYN_VIP["dataset"],
+    script:
+        "../workflow_scripts/figure_syn_vip_loss.py"
+
+
+rule figure_syn_vip_reconstructions:
+    input:
+        expand(
+            f"{PRETRAIN}/syn_vip_{{model}}/reconstructions.npz",
+            model=SYN_VIP["models"],
+        ),
+    output:
+        report(
+            figure_files("syn_vip_reconstructions"),
+            caption="../report/syn_vip_reconstructions.rst",
+            category="Figures",
+            subcategory="Pre-training",
+        ),
+    log:
+        f"{LOGS}/figure_syn_vip_reconstructions.log",
+    benchmark:
+        f"{BENCHMARKS}/figure_syn_vip_reconstructions.tsv"
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../workflow_scripts/figure_syn_vip_reconstructions.py"

@@ -47,3 +47,28 @@ rule table_synthetic_datasets:
         scale=config["scale"],
     script:
         "../workflow_scripts/table_synthetic_datasets.py"
+
+
+rule table_vip_table3:
+    input:
+        workflow_path(f"{config['paper_values']}/vip.csv"),
+    output:
+        report(
+            table_files("vip_table3"),
+            caption="../report/vip_table3.rst",
+            category="Tables",
+            subcategory="ViP",
+        ),
+    log:
+        f"{LOGS}/table_vip_table3.log",
+    benchmark:
+        f"{BENCHMARKS}/table_vip_table3.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        models=SYN_VIP["models"],
+        image_size=SYN_VIP["image_size"],
+        patch_size=SYN_VIP["patch_size"],
+    script:
+        "../workflow_scripts/table_vip_table3.py"

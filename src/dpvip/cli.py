@@ -199,7 +199,7 @@ def _add_pretrain(commands) -> None:
         description="Resumes from OUT/work/state.pt if present; writes OUT/model.pt and OUT/metrics.jsonl.",
     )
     mae.add_argument("--settings", required=True, help="YAML/JSON of pre-training settings (keys of pretrain.syn_vip in config/schema.yaml)")
-    mae.add_argument("--size", choices=MAE_SIZES, required=True)
+    mae.add_argument("--size", required=True, help=f"MAE size ({', '.join(MAE_SIZES)}) or <size>_dec<depth>")
     mae.add_argument("--data", required=True, help="index.json of the training shards")
     mae.add_argument("--out", required=True, help="run folder")
     mae.add_argument("--procs", type=_positive_int, default=1, help="processes (GPUs) on this node, launched with torchrun")

@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
+import torch
+
 from dpvip.files import sha256
+from dpvip.models.checkpoint import load_mae
+from dpvip.models.mae import MAESettings
+from dpvip.train.metrics import read_metrics
 from dpvip.report.bundle import verify_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,14 +45,21 @@ COMMON_JOBS = {
     "figure_vip_figure6": 1,
     "table_synthetic_datasets": 1,
     "figure_synthetic_samples": 1,
+    "table_vip_table3": 1,
+    "figure_syn_vip_loss": 1,
+    "figure_syn_vip_reconstructions": 1,
     "bundle_report": 1,
     "bundle": 1,
     "all": 1,
 }
 # 3 datasets x 4 shards of 512 images
-ALL_JOBS = COMMON_JOBS | {"synthetic_shard": 12, "synthetic_index": 3}
+# ... and one (Syn)-ViP run (micro)
+ALL_JOBS = COMMON_JOBS | {"synthetic_shard": 12, "synthetic_index": 3, "syn_vip": 1, "syn_vip_reconstructions": 1}
 # Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
-PAPER_JOBS = COMMON_JOBS | {"synthetic_shard": 210 + 21 + 260 + 21, "synthetic_index": 4}
+# ... and (Syn)-ViP for the five sizes of ViP Table 3
+PAPER_JOBS = COMMON_JOBS | {
+    "synthetic_shard": 210 + 21 + 260 + 21, "synthetic_index": 4, "syn_vip": 5, "syn_vip_reconstructions": 5,
+}
 
 
 def test_dry_run_embedded_default(tmp_path):
@@ -62,6 +74,9 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     )
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == PAPER_JOBS
+    # each (Syn)-ViP run asks Slurm for one node's 8 GPUs (torchrun starts one process each)
+    syn_vip_jobs = re.findall(r"rule syn_vip:\n(?:    .*\n)*?    resources: (.*)", done.output)
+    assert len(syn_vip_jobs) == 5 and all("gpu=8" in resources for resources in syn_vip_jobs)
 
 
 def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_path):
@@ -72,6 +87,25 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
     done = snakemake(tmp_path, "-n", "--configfile", str(bad))
     assert done.returncode != 0
     assert "resolution must be a power of two for stylegan_oriented (got 48)" in done.output
+    assert "Job stats" not in done.output
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ("dataset: nowhere", "'pretrain.syn_vip.dataset': 'nowhere' is not a synthetic dataset"),
+        ("gpus: 3", "pretrain.syn_vip.batch_size 128 does not divide over 3 processes (gpus)"),
+        ("batch_size: 4096", "pretrain.syn_vip.batch_size 4096 exceeds the 2048 images of dataset 'shaders'"),
+        ("models: [huge]", "MAE model 'huge' is not a registered size"),
+        ("patch_size: 5", "MAE image size 32 is not a multiple of patch size 5"),
+    ],
+)
+def test_invalid_pretraining_stops_before_any_job_naming_the_value(tmp_path, settings, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"pretrain:\n  syn_vip:\n    {settings}\n")
+    done = snakemake(tmp_path, "-n", "--configfile", str(bad))
+    assert done.returncode != 0
+    assert message in done.output
     assert "Job stats" not in done.output
 
 
@@ -108,11 +142,29 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
         "tables/privacy_audit.csv", "tables/privacy_audit.md", "tables/privacy_audit.tex",
         "tables/synthetic_datasets.csv", "figures/synthetic_samples.png", "figures/synthetic_samples.pdf",
         "figures/vip_figure6.png", "figures/vip_figure6.pdf", "report/report.html", "provenance.json",
+        "tables/vip_table3.csv", "figures/syn_vip_loss.png", "figures/syn_vip_reconstructions.png",
     ):
         assert (bundle / name).is_file(), name
 
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
+
+    # The (Syn)-ViP checkpoint loads for the next stages; its record says what trained it.
+    run = tmp_path / "results/pretrain/syn_vip_micro"
+    model, record = load_mae(run / "model.pt", MAESettings("micro", image_size=32, patch_size=4))
+    assert record["steps"] == 12 * (2048 // 128) and record["skipped_samples"] == 0
+    losses = [r["loss"] for r in read_metrics(run / "metrics.jsonl")]
+    assert losses[-1] < 0.5 * losses[0]
+    # A lost checkpoint is not retrained: the run resumes from its final state and writes
+    # the same weights again.
+    weights = torch.load(run / "model.pt")["model"]
+    (run / "model.pt").unlink()
+    redo = snakemake(tmp_path, "--cores", "2")
+    assert redo.returncode == 0, redo.output
+    assert job_counts(redo.output)["syn_vip"] == 1
+    assert "resuming" in (tmp_path / "results/logs/pretrain/syn_vip_micro.log").read_text()
+    again = torch.load(run / "model.pt")["model"]
+    assert all(torch.equal(weights[name], again[name]) for name in weights)
 
     # A lost shard is regenerated alone, with the same bytes: the other shards are not touched,
     # the re-made index (which lists every shard's SHA-256) is identical, and only the cheap

@@ -9,6 +9,7 @@ each process opens its own file handles (DataLoader workers fork), and reads use
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import os
 import tarfile
@@ -48,6 +49,7 @@ class ShardReader:
         self.starts = [0]
         for count in self.counts:
             self.starts.append(self.starts[-1] + count)
+        self.fingerprint: str | None = None  # what the shards hold, when an index names it
         self._tables: dict[int, list] = {}
         self._handles: dict[int, int] = {}
         self._pid = os.getpid()
@@ -59,7 +61,9 @@ class ShardReader:
         if not index_path.is_file():
             raise DpvipInputError(f"dataset index {index_path} does not exist")
         index = json.loads(index_path.read_text())
-        return cls([(index_path.parent / shard["file"], shard["samples"]) for shard in index["shards"]])
+        reader = cls([(index_path.parent / shard["file"], shard["samples"]) for shard in index["shards"]])
+        reader.fingerprint = hashlib.sha256(json.dumps(index["shards"], sort_keys=True).encode()).hexdigest()
+        return reader
 
     def __len__(self) -> int:
         return self.starts[-1]
@@ -96,7 +100,7 @@ class ShardReader:
         return sample
 
     def __getstate__(self):  # handles are per process; tables are cheap to rebuild
-        return {"paths": self.paths, "counts": self.counts, "starts": self.starts}
+        return {"paths": self.paths, "counts": self.counts, "starts": self.starts, "fingerprint": self.fingerprint}
 
     def __setstate__(self, state):
         self.__dict__.update(state)

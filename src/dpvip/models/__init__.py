@@ -47,6 +47,15 @@ MAE_SIZES = {
 }
 
 
+def mae_variant(name: str) -> tuple[str, int | None]:
+    """A model name of the workflow: a size ('base') or a size with another decoder depth
+    ('base_dec8', ViP Table 11) -> (size, decoder depth or None)."""
+    size, _, depth = name.partition("_dec")
+    if size not in MAE_SIZES or (depth and not depth.isdigit()) or (_ and not depth):
+        raise DpvipInputError(f"MAE model '{name}' is not a registered size or <size>_dec<depth> (sizes: {', '.join(MAE_SIZES)})")
+    return size, int(depth) if depth else None
+
+
 def mae_size(name: str, decoder_depth: int | None = None) -> MAESize:
     """The registered size `name`, with the decoder depth replaced if given (ViP Table 11)."""
     if name not in MAE_SIZES:
@@ -57,3 +66,22 @@ def mae_size(name: str, decoder_depth: int | None = None) -> MAESize:
     if decoder_depth < 1:
         raise DpvipInputError(f"MAE decoder depth must be at least 1, not {decoder_depth}")
     return MAESize(**(size.architecture() | {"decoder_depth": decoder_depth}))
+
+
+@dataclass(frozen=True)
+class MAESettings:
+    """Everything that defines an MAE network and its loss (stored in every checkpoint)."""
+
+    size: str
+    image_size: int = 224
+    patch_size: int = 16
+    mask_ratio: float = 0.75
+    norm_pix_loss: bool = True
+    decoder_depth: int | None = None  # None: the size's default
+
+    def check(self) -> None:
+        mae_size(self.size, self.decoder_depth)
+        if self.image_size % self.patch_size:
+            raise DpvipInputError(f"MAE image size {self.image_size} is not a multiple of patch size {self.patch_size}")
+        if not 0 <= self.mask_ratio < 1:
+            raise DpvipInputError(f"MAE mask ratio must be in [0, 1), not {self.mask_ratio}")

@@ -21,27 +21,7 @@ from timm.layers import PatchEmbed, build_sincos2d_pos_embed
 from timm.models.vision_transformer import Block
 from torch import nn
 
-from dpvip.errors import DpvipInputError
-from dpvip.models import MAESize, mae_size
-
-
-@dataclass(frozen=True)
-class MAESettings:
-    """Everything that defines an MAE network and its loss (stored in every checkpoint)."""
-
-    size: str
-    image_size: int = 224
-    patch_size: int = 16
-    mask_ratio: float = 0.75
-    norm_pix_loss: bool = True
-    decoder_depth: int | None = None  # None: the size's default
-
-    def check(self) -> None:
-        mae_size(self.size, self.decoder_depth)
-        if self.image_size % self.patch_size:
-            raise DpvipInputError(f"MAE image size {self.image_size} is not a multiple of patch size {self.patch_size}")
-        if not 0 <= self.mask_ratio < 1:
-            raise DpvipInputError(f"MAE mask ratio must be in [0, 1), not {self.mask_ratio}")
+from dpvip.models import MAESettings, MAESize, mae_size
 
 
 @dataclass

@@ -18,7 +18,6 @@ import contextlib
 import shutil
 import signal
 import time
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
@@ -31,74 +30,12 @@ from dpvip.data.sampling import EpochBatches
 from dpvip.data.shard_reader import ShardReader
 from dpvip.errors import DpvipInputError
 from dpvip.models.checkpoint import save_mae
-from dpvip.models.mae import MaskedAutoencoder, MAESettings, count_parameters
+from dpvip.models.mae import MaskedAutoencoder, count_parameters
 from dpvip.train import checkpoint
 from dpvip.train.distributed import Distributed
 from dpvip.train.metrics import MetricsLog
 from dpvip.train.optim import adamw, warmup_cosine
-
-
-@dataclass(frozen=True)
-class PretrainSettings:
-    model: MAESettings
-    epochs: int
-    batch_size: int
-    blr: float = 1.5e-4
-    min_lr: float = 0.0
-    warmup_epochs: float = 40.0
-    weight_decay: float = 0.05
-    betas: tuple[float, float] = (0.9, 0.95)
-    crop_scale: tuple[float, float] = (0.2, 1.0)
-    seed: int = 0
-    # How the run is carried out; none of these change the result.
-    micro_batch: int | None = None
-    checkpoint_every: int = 100
-    log_every: int = 10
-    workers: int = 0
-
-    OPERATIONAL = ("micro_batch", "checkpoint_every", "log_every", "workers")
-    MODEL_KEYS = tuple(f.name for f in fields(MAESettings))
-
-    @classmethod
-    def from_config(cls, values: dict, size: str) -> PretrainSettings:
-        """From a config section (model keys and training keys side by side) and a size."""
-        known = {f.name for f in fields(cls)} - {"model"}
-        unknown = sorted(set(values) - known - set(cls.MODEL_KEYS))
-        if unknown:
-            raise DpvipInputError(f"pre-training setting '{unknown[0]}' is not known (known: {', '.join(sorted(known | set(cls.MODEL_KEYS)))})")
-        model = MAESettings(size=size, **{k: values[k] for k in cls.MODEL_KEYS if k in values and k != "size"})
-        model.check()
-        training = {k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items() if k in known}
-        return cls(model=model, **training)
-
-    @property
-    def lr(self) -> float:
-        return self.blr * self.batch_size / 256
-
-    def fingerprint(self) -> dict:
-        """What determines the trained weights; a resumed run must match it exactly."""
-        record = asdict(self)
-        for key in self.OPERATIONAL:
-            record.pop(key)
-        return _json_ready(record)
-
-
-def _json_ready(value):
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    return list(value) if isinstance(value, tuple) else value
-
-
-def _first_difference(stored: dict, current: dict, prefix: str = "") -> str | None:
-    for key in sorted(set(stored) | set(current)):
-        old, new = stored.get(key), current.get(key)
-        if isinstance(old, dict) and isinstance(new, dict):
-            found = _first_difference(old, new, f"{prefix}{key}.")
-            if found:
-                return found
-        elif old != new:
-            return f"{prefix}{key} {old!r} (now {new!r})"
-    return None
+from dpvip.train.settings import PretrainSettings, first_difference
 
 
 class _StopRequest:
@@ -146,22 +83,28 @@ class MAEPretraining:
             raise DpvipInputError(f"micro batch {s.micro_batch} does not divide the per-rank batch {share} ({s.batch_size} over {world} ranks)")
 
     # --- state ---------------------------------------------------------------------------
+    def fingerprint(self) -> dict:
+        """The settings and the training data (shard contents, when the index records them)."""
+        return self.settings.fingerprint() | {"data": self.reader.fingerprint}
+
     def resume(self) -> None:
         if not self.state_path.is_file():
             return
         state = checkpoint.load(self.state_path, self.dist.device)
-        difference = _first_difference(state["fingerprint"], self.settings.fingerprint())
+        difference = first_difference(state["fingerprint"], self.fingerprint())
         if difference:
             raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete {self.state_path.parent} to start over")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         checkpoint.restore_rng_states(state["rng"])
         self.step, self.skipped, self.images_seen = state["step"], state["skipped"], state["images_seen"]
+        if self.dist.is_main:
+            print(f"resuming {self.run_dir} at step {self.step} of {self.total_steps} from {self.state_path}", flush=True)
 
     def save_state(self) -> None:
         if self.dist.is_main:
             state = {
-                "fingerprint": self.settings.fingerprint(),
+                "fingerprint": self.fingerprint(),
                 "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "rng": checkpoint.rng_states(),

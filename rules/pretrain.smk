@@ -1,0 +1,48 @@
+# (Syn)-ViP: non-private MAE pre-training on synthetic images, one run per model size.
+# A run resumes from its own results/pretrain/syn_vip_<model>/work/state.pt, so a job that
+# was killed (time limit, preemption, crash) continues where it stopped when rerun.
+
+
+wildcard_constraints:
+    model="|".join(SYN_VIP["models"]),
+
+
+rule syn_vip:
+    input:
+        index=f"{SYNTHETIC}/{SYN_VIP['dataset']}/index.json",
+        shards=[ancient(path) for path in SYNTHETIC_SHARDS[SYN_VIP["dataset"]]],
+    output:
+        model=f"{PRETRAIN}/syn_vip_{{model}}/model.pt",
+        metrics=f"{PRETRAIN}/syn_vip_{{model}}/metrics.jsonl",
+    log:
+        f"{LOGS}/pretrain/syn_vip_{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/pretrain/syn_vip_{{model}}.tsv"
+    conda:
+        ENV
+    threads: SYN_VIP["threads"]
+    resources:
+        gpu=SYN_VIP["gpus"],
+    params:
+        settings={k: v for k, v in SYN_VIP.items() if k not in ("reconstructions",)},
+        processes=max(1, SYN_VIP["gpus"]),
+        run=lambda wildcards: syn_vip_run(wildcards.model),
+    script:
+        "../workflow_scripts/syn_vip.py"
+
+
+rule syn_vip_reconstructions:
+    input:
+        f"{PRETRAIN}/syn_vip_{{model}}/model.pt",
+    output:
+        f"{PRETRAIN}/syn_vip_{{model}}/reconstructions.npz",
+    log:
+        f"{LOGS}/pretrain/syn_vip_{{model}}_reconstructions.log",
+    conda:
+        ENV
+    params:
+        dataset=SYN_VIP["dataset"],
+        spec=config["synthetic"]["datasets"][SYN_VIP["dataset"]],
+        images=SYN_VIP["reconstructions"],
+    script:
+        "../workflow_scripts/syn_vip_reconstructions.py"

@@ -1,0 +1,13 @@
+"""(Syn)-ViP pre-training loss against epochs, one curve per model."""
+
+from pathlib import Path
+
+from dpvip.logs import logging_to
+from dpvip.report.figures import save_figure
+from dpvip.report.pretrain_figures import loss_curves
+from dpvip.train.metrics import read_metrics
+
+with logging_to(snakemake.log[0]):
+    runs = {Path(path).parent.name.removeprefix("syn_vip_"): read_metrics(path) for path in snakemake.input}
+    title = f"(Syn)-ViP: MAE pre-training on '{snakemake.params.dataset}'"
+    save_figure(loss_curves(runs, title), snakemake.output[0])
