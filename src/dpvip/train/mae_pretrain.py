@@ -68,19 +68,13 @@ class MAEPretraining:
         torch.manual_seed(settings.seed)
         self.model = MaskedAutoencoder(settings.model).to(self.dist.device)
         self.steps_per_epoch = len(self.reader) // settings.batch_size
-        self.sampler_check()
+        settings.check_split(self.dist.world)
+        self.sampler = EpochBatches(len(self.reader), settings.batch_size, 0, settings.seed, self.dist.rank, self.dist.world)
         self.total_steps = settings.epochs * self.steps_per_epoch
         self.optimizer = adamw(self.model, settings.lr, settings.weight_decay, settings.betas)
         warmup = round(settings.warmup_epochs * self.steps_per_epoch)
         self.scheduler = warmup_cosine(self.optimizer, self.total_steps, min(warmup, self.total_steps), settings.min_lr)
         self.step, self.skipped, self.images_seen = 0, 0, 0
-
-    def sampler_check(self) -> None:
-        s, world = self.settings, self.dist.world
-        EpochBatches(len(self.reader), s.batch_size, 0, s.seed, world=world)  # raises on a bad split
-        share = s.batch_size // world
-        if s.micro_batch is not None and share % s.micro_batch:
-            raise DpvipInputError(f"micro batch {s.micro_batch} does not divide the per-rank batch {share} ({s.batch_size} over {world} ranks)")
 
     # --- state ---------------------------------------------------------------------------
     def fingerprint(self) -> dict:
@@ -118,11 +112,11 @@ class MAEPretraining:
     # --- training ------------------------------------------------------------------------
     def loader(self) -> DataLoader:
         s = self.settings
-        sampler = EpochBatches(len(self.reader), s.batch_size, self.total_steps, s.seed, self.dist.rank, self.dist.world, self.step)
+        self.sampler.start_step, self.sampler.total_steps = self.step, self.total_steps
         dataset = AugmentedImages(self.reader, mae_augmentation(s.model.image_size, s.crop_scale), self.model.num_patches)
         return DataLoader(
             dataset,
-            batch_sampler=sampler,
+            batch_sampler=self.sampler,
             num_workers=s.workers,
             collate_fn=collate_skipping_corrupt,
             pin_memory=self.dist.device.type == "cuda",

@@ -46,6 +46,14 @@ class PretrainSettings:
         training = {k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items() if k in known}
         return cls(model=settings, **training)
 
+    def check_split(self, processes: int) -> None:
+        """The global batch must split evenly over processes, and each share into micro-batches."""
+        if self.batch_size % processes:
+            raise DpvipInputError(f"batch_size {self.batch_size} does not divide over {processes} processes (gpus)")
+        share = self.batch_size // processes
+        if self.micro_batch is not None and share % self.micro_batch:
+            raise DpvipInputError(f"micro_batch {self.micro_batch} does not divide the per-process batch {share}")
+
     @property
     def lr(self) -> float:
         return self.blr * self.batch_size / 256
@@ -89,12 +97,10 @@ def syn_vip_settings(section: dict, model: str, dataset_images: int) -> Pretrain
     """The settings of one (Syn)-ViP run from the workflow's config section, checked against
     the dataset size and the number of processes (one per GPU) before any job runs."""
     settings = PretrainSettings.from_config(training_values(section), model)
-    processes = max(1, section.get("gpus", 0))
-    if settings.batch_size % processes:
-        raise DpvipInputError(f"pretrain.syn_vip.batch_size {settings.batch_size} does not divide over {processes} processes (gpus)")
-    share = settings.batch_size // processes
-    if settings.micro_batch is not None and share % settings.micro_batch:
-        raise DpvipInputError(f"pretrain.syn_vip.micro_batch {settings.micro_batch} does not divide the per-process batch {share}")
+    try:
+        settings.check_split(max(1, section.get("gpus", 0)))
+    except DpvipInputError as err:
+        raise DpvipInputError(f"pretrain.syn_vip.{err}") from None
     if dataset_images < settings.batch_size:
         raise DpvipInputError(f"pretrain.syn_vip.batch_size {settings.batch_size} exceeds the {dataset_images} images of dataset '{section['dataset']}'")
     return settings
