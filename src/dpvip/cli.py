@@ -180,8 +180,13 @@ def cmd_pretrain_mae(args: argparse.Namespace) -> int:
         raise DpvipInputError(f"settings file {path} does not exist")
     settings = PretrainSettings.from_config(yaml.safe_load(path.read_text()) or {}, args.size)
     if args.procs > 1 and "WORLD_SIZE" not in os.environ:
+        settings.check_split(args.procs)
         forwarded = ["pretrain", "mae", "--settings", str(path), "--size", args.size, "--data", args.data, "--out", args.out]
-        run_torchrun(args.procs, forwarded)
+        try:
+            run_torchrun(args.procs, forwarded)
+        except RuntimeError as err:  # the ranks have printed their own errors above
+            print(f"dpvip: error: {err}", file=sys.stderr)
+            return 1
         return 0
     record = pretrain_mae(settings, args.data, args.out)
     if os.environ.get("RANK", "0") == "0":

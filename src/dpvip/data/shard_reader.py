@@ -15,7 +15,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from dpvip.errors import DpvipInputError
+from dpvip.errors import DpvipInputError, first_line
 
 
 class CorruptSample(Exception):
@@ -33,7 +33,7 @@ def _member_table(path: Path) -> list[tuple[str, dict[str, tuple[int, int]]]]:
                 key, _, extension = Path(member.name).name.partition(".")
                 samples.setdefault(key, {})[extension] = (member.offset_data, member.size)
     except (tarfile.TarError, OSError) as err:
-        raise DpvipInputError(f"shard {path} cannot be read as a tar file: {err}") from None
+        raise DpvipInputError(f"shard {path} cannot be read as a tar file: {first_line(err)}") from None
     return sorted(samples.items())
 
 
@@ -60,9 +60,13 @@ class ShardReader:
         index_path = Path(index_path)
         if not index_path.is_file():
             raise DpvipInputError(f"dataset index {index_path} does not exist")
-        index = json.loads(index_path.read_text())
-        reader = cls([(index_path.parent / shard["file"], shard["samples"]) for shard in index["shards"]])
-        reader.fingerprint = hashlib.sha256(json.dumps(index["shards"], sort_keys=True).encode()).hexdigest()
+        try:
+            index = json.loads(index_path.read_text())
+            shards = index["shards"]
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise DpvipInputError(f"dataset index {index_path} is not a shard index: {first_line(err)}") from None
+        reader = cls([(index_path.parent / shard["file"], shard["samples"]) for shard in shards])
+        reader.fingerprint = hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()
         return reader
 
     def __len__(self) -> int:

@@ -9,12 +9,17 @@ from pathlib import Path
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.models.mae import MaskedAutoencoder, MAESettings
+from dpvip.models import MAESettings, mae_size
+from dpvip.models.mae import MaskedAutoencoder
 from dpvip.train.checkpoint import load, save_atomic
 
 FORMAT = "dpvip.mae/1"
-# Settings that change the network's shape; mask ratio and loss may differ between stages.
-ARCHITECTURE_KEYS = ("size", "image_size", "patch_size", "decoder_depth")
+
+def architecture(settings: MAESettings) -> dict:
+    """What shapes the network: the size's widths and depths (decoder depth resolved, so
+    'micro' and 'micro' with its default depth written out agree), image and patch size."""
+    resolved = mae_size(settings.size, settings.decoder_depth).architecture()
+    return {"size": settings.size, **resolved, "image_size": settings.image_size, "patch_size": settings.patch_size}
 
 
 def save_mae(model: MaskedAutoencoder, path: str | Path, record: dict) -> None:
@@ -39,9 +44,10 @@ def load_mae(path: str | Path, expected: MAESettings | None = None, device: str 
     stored = payload["settings"]
     settings = MAESettings(**stored)
     if expected is not None:
-        for key in ARCHITECTURE_KEYS:
-            if stored[key] != getattr(expected, key):
-                raise DpvipInputError(f"checkpoint {path} holds an MAE with {key} {stored[key]!r}, not {getattr(expected, key)!r}")
+        have, want = architecture(settings), architecture(expected)
+        for key in have:
+            if have[key] != want[key]:
+                raise DpvipInputError(f"checkpoint {path} holds an MAE with {key} {have[key]!r}, not {want[key]!r}")
         settings = expected
     model = MaskedAutoencoder(settings)
     model.load_state_dict(payload["model"])

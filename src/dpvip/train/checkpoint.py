@@ -10,15 +10,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dpvip.errors import DpvipInputError
+from dpvip.errors import DpvipInputError, first_line
 
 
 def save_atomic(payload: dict, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    torch.save(payload, partial)
-    os.replace(partial, path)
+    try:
+        torch.save(payload, partial)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def load(path: str | Path, device: str | torch.device = "cpu") -> dict:
@@ -28,7 +31,7 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> dict:
     try:
         return torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # a truncated or foreign file: say which, in one line
-        raise DpvipInputError(f"checkpoint {path} cannot be read: {str(err).splitlines()[0]}") from None
+        raise DpvipInputError(f"checkpoint {path} cannot be read: {first_line(err)}") from None
 
 
 def rng_states() -> dict:

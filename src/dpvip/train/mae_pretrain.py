@@ -75,6 +75,9 @@ class MAEPretraining:
         warmup = round(settings.warmup_epochs * self.steps_per_epoch)
         self.scheduler = warmup_cosine(self.optimizer, self.total_steps, min(warmup, self.total_steps), settings.min_lr)
         self.step, self.skipped, self.images_seen = 0, 0, 0
+        # Loss summed since the last metrics record: kept in the state, so a resumed run logs
+        # the same averages as an uninterrupted one.
+        self.window = {"loss": 0.0, "count": 0}
 
     # --- state ---------------------------------------------------------------------------
     def fingerprint(self) -> dict:
@@ -92,6 +95,7 @@ class MAEPretraining:
         self.optimizer.load_state_dict(state["optimizer"])
         checkpoint.restore_rng_states(state["rng"])
         self.step, self.skipped, self.images_seen = state["step"], state["skipped"], state["images_seen"]
+        self.window = dict(state["window"])
         if self.dist.is_main:
             print(f"resuming {self.run_dir} at step {self.step} of {self.total_steps} from {self.state_path}", flush=True)
 
@@ -105,6 +109,7 @@ class MAEPretraining:
                 "step": self.step,
                 "skipped": self.skipped,
                 "images_seen": self.images_seen,
+                "window": self.window,
             }
             checkpoint.save_atomic(state, self.state_path)
         self.dist.barrier()
@@ -129,7 +134,16 @@ class MAEPretraining:
         loss_sum = torch.zeros((), device=self.dist.device)
         if global_count == 0:
             return 0.0, 0
-        micro = self.settings.micro_batch or max(1, images.shape[0])
+        # DDP averages over ranks, so each rank scales by world / global count: the update
+        # follows the mean loss over the global batch.
+        weight = self.dist.world / global_count
+        if images.shape[0] == 0:
+            # Every sample of this rank's share was corrupt, but DDP needs this rank's
+            # backward pass too: a zero-weighted stand-in contributes nothing to the sum.
+            settings = self.model.settings
+            images = torch.zeros(1, self.model.in_chans, settings.image_size, settings.image_size)
+            noise, weight = torch.zeros(1, self.model.num_patches), 0.0
+        micro = self.settings.micro_batch or images.shape[0]
         chunks = list(zip(images.split(micro), noise.split(micro)))
         autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.dist.device.type == "cuda")
         for position, (x, n) in enumerate(chunks):
@@ -137,10 +151,8 @@ class MAEPretraining:
             sync = contextlib.nullcontext() if last or self.dist.world == 1 else network.no_sync()
             with sync, autocast:
                 losses = network(x.to(self.dist.device, non_blocking=True), n.to(self.dist.device, non_blocking=True)).loss
-                # DDP averages over ranks, so each rank scales by world / global count: the
-                # update follows the mean loss over the global batch.
-                (losses.float().sum() * self.dist.world / global_count).backward()
-            loss_sum += losses.detach().float().sum()
+                (losses.float().sum() * weight).backward()
+            loss_sum += losses.detach().float().sum() * (weight > 0)
         self.optimizer.step()
         return self.dist.sum(loss_sum.item()), int(global_count)
 
@@ -151,7 +163,7 @@ class MAEPretraining:
             network = DistributedDataParallel(self.model, device_ids=[self.dist.device.index] if self.dist.device.type == "cuda" else None)
         metrics = MetricsLog(self.run_dir / "work" / "metrics.jsonl", self.step) if self.dist.is_main else None
         bar = tqdm(total=self.total_steps, initial=self.step, desc="MAE pre-training", unit="step", disable=not (self.progress and self.dist.is_main), mininterval=5)
-        window = {"loss": 0.0, "count": 0, "start": time.perf_counter()}
+        window_start = time.perf_counter()
         network.train()
         with bar, _StopRequest() as stop:
             for images, noise, corrupt in self.loader():
@@ -160,15 +172,15 @@ class MAEPretraining:
                 self.step += 1
                 self.skipped += int(self.dist.sum(len(corrupt)))
                 self.images_seen += count
-                window["loss"] += loss_sum
-                window["count"] += count
+                self.window = {"loss": self.window["loss"] + loss_sum, "count": self.window["count"] + count}
                 bar.update()
                 last = self.step == self.total_steps
-                if metrics and (self.step % self.settings.log_every == 0 or last):
-                    record = self.log_record(window)
-                    metrics.write(record)
+                if self.step % self.settings.log_every == 0 or last:
+                    record = self.log_record(time.perf_counter() - window_start)
+                    if metrics:
+                        metrics.write(record)
                     bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.2e}")
-                    window = {"loss": 0.0, "count": 0, "start": time.perf_counter()}
+                    self.window, window_start = {"loss": 0.0, "count": 0}, time.perf_counter()
                 if self.step % self.settings.checkpoint_every == 0 or last or stop.requested:
                     self.save_state()
                 if stop.requested:
@@ -176,14 +188,13 @@ class MAEPretraining:
         self.save_state()  # also when nothing was left to do, so the state is always final
         return self.finish()
 
-    def log_record(self, window: dict) -> dict:
-        elapsed = time.perf_counter() - window["start"]
+    def log_record(self, elapsed: float) -> dict:
         return {
             "step": self.step,
             "epoch": self.step / self.steps_per_epoch,
-            "loss": window["loss"] / max(1, window["count"]),
+            "loss": self.window["loss"] / max(1, self.window["count"]),
             "lr": self.optimizer.param_groups[0]["lr"],
-            "images_per_second": window["count"] / max(elapsed, 1e-9),
+            "images_per_second": self.window["count"] / max(elapsed, 1e-9),
             "skipped": self.skipped,
         }
 
