@@ -7,7 +7,6 @@ below may be imported by several test modules and then find the folder already b
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import shutil
@@ -18,6 +17,7 @@ import pytest
 import torch
 import yaml
 
+from dpvip.synthetic.family import thread_invariant
 from dpvip.synthetic.shards import build_index, shard_name, write_json, write_shard
 from dpvip.synthetic.spec import DatasetSpec
 
@@ -36,16 +36,10 @@ STEPS = 16
 SIZE = "micro"
 
 
-@contextlib.contextmanager
 def one_thread():
     """Train on one CPU thread. The runs are tiny; with two threads, torch's OpenMP workers
     spin-wait and a run takes ten times longer whenever another process uses a core."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+    return thread_invariant(torch.device("cpu"))
 
 
 @pytest.fixture

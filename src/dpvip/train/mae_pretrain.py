@@ -93,6 +93,7 @@ class MAEPretraining:
             raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete {self.state_path.parent} to start over")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
         checkpoint.restore_rng_states(state["rng"])
         self.step, self.skipped, self.images_seen = state["step"], state["skipped"], state["images_seen"]
         self.window = dict(state["window"])
@@ -105,6 +106,10 @@ class MAEPretraining:
                 "fingerprint": self.fingerprint(),
                 "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                # The data position: batches are a function of (seed, step), so the step
+                # is all a resumed run needs; epoch and batch are recorded for people.
+                "data_position": {"epoch": self.step // self.steps_per_epoch, "batch": self.step % self.steps_per_epoch},
                 "rng": checkpoint.rng_states(),
                 "step": self.step,
                 "skipped": self.skipped,
@@ -181,9 +186,11 @@ class MAEPretraining:
                         metrics.write(record)
                     bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.2e}")
                     self.window, window_start = {"loss": 0.0, "count": 0}, time.perf_counter()
-                if self.step % self.settings.checkpoint_every == 0 or last or stop.requested:
+                # Ranks may see the signal at different steps; they agree to stop together.
+                stopping = self.dist.sum(float(stop.requested)) > 0
+                if self.step % self.settings.checkpoint_every == 0 or last or stopping:
                     self.save_state()
-                if stop.requested:
+                if stopping:
                     raise SystemExit(f"stopped by SIGTERM at step {self.step} of {self.total_steps}; state saved in {self.state_path}")
         self.save_state()  # also when nothing was left to do, so the state is always final
         return self.finish()
