@@ -38,6 +38,8 @@ rule syn_vip_reconstructions:
         f"{PRETRAIN}/syn_vip_{{model}}/reconstructions.npz",
     log:
         f"{LOGS}/pretrain/syn_vip_{{model}}_reconstructions.log",
+    benchmark:
+        f"{BENCHMARKS}/pretrain/syn_vip_{{model}}_reconstructions.tsv"
     conda:
         ENV
     params:
