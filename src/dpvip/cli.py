@@ -145,11 +145,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _command_group(commands, name: str, help: str):
+    """`dpvip NAME ...`: a command whose subcommands are added to what this returns."""
+    group = commands.add_parser(name, help=help)
+    return group.add_subparsers(dest=f"{name}_command", required=True, parser_class=OneLineParser)
+
+
 def _add_synthetic(commands) -> None:
     from dpvip.synthetic import FAMILIES
 
-    synthetic = commands.add_parser("synthetic", help="synthetic images from random processes")
-    synthetic_commands = synthetic.add_subparsers(dest="synthetic_command", required=True, parser_class=OneLineParser)
+    synthetic_commands = _command_group(commands, "synthetic", "synthetic images from random processes")
     generate = synthetic_commands.add_parser(
         "generate", help="write a synthetic dataset as webdataset shards plus index.json",
         description="Existing shards are kept (they are written atomically), so a rerun resumes.",
@@ -197,8 +202,7 @@ def cmd_pretrain_mae(args: argparse.Namespace) -> int:
 def _add_pretrain(commands) -> None:
     from dpvip.models import MAE_SIZES
 
-    pretrain = commands.add_parser("pretrain", help="non-private pre-training")
-    pretrain_commands = pretrain.add_subparsers(dest="pretrain_command", required=True, parser_class=OneLineParser)
+    pretrain_commands = _command_group(commands, "pretrain", "non-private pre-training")
     mae = pretrain_commands.add_parser(
         "mae", help="masked-autoencoder pre-training on webdataset shards ((Syn)-ViP)",
         description="Resumes from OUT/work/state.pt if present; writes OUT/model.pt and OUT/metrics.jsonl.",
@@ -214,8 +218,7 @@ def _add_pretrain(commands) -> None:
 def _add_bench(commands) -> None:
     from dpvip.synthetic import FAMILIES
 
-    bench = commands.add_parser("bench", help="benchmarks (ratios measured side by side in one run)")
-    bench_commands = bench.add_subparsers(dest="bench_command", required=True, parser_class=OneLineParser)
+    bench_commands = _command_group(commands, "bench", "benchmarks (ratios measured side by side in one run)")
     synthetic = bench_commands.add_parser("synthetic", help="images/s per synthetic family and resolution")
     synthetic.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     synthetic.add_argument("--resolutions", nargs="+", type=_positive_int, default=[32, 64, 128, 256])
@@ -229,8 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="dpvip", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
-    privacy = commands.add_parser("privacy", help="privacy accounting")
-    privacy_commands = privacy.add_subparsers(dest="privacy_command", required=True, parser_class=OneLineParser)
+    privacy_commands = _command_group(commands, "privacy", "privacy accounting")
     common = OneLineParser(add_help=False)
     common.add_argument("--delta", type=float, required=True)
     common.add_argument("--accountant", choices=ACCOUNTANT_CHOICES, default="rdp")
@@ -254,8 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     sigma.add_argument("--epsilon", type=float, required=True)
     sigma.set_defaults(handler=cmd_sigma)
 
-    bundle = commands.add_parser("bundle", help="results bundle")
-    bundle_commands = bundle.add_subparsers(dest="bundle_command", required=True, parser_class=OneLineParser)
+    bundle_commands = _command_group(commands, "bundle", "results bundle")
     verify = bundle_commands.add_parser("verify", help="check every file against MANIFEST.sha256")
     verify.add_argument("directory")
     verify.set_defaults(handler=cmd_bundle_verify)
