@@ -40,7 +40,8 @@ def decode_image(sample: dict[str, bytes]) -> Image.Image:
 
 
 class AugmentedImages(Dataset):
-    """dataset[(index, seed)] -> (image tensor, mask noise) or None for a corrupt sample.
+    """dataset[(index, seed)] -> (image tensor, mask noise), or a CorruptSample (returned,
+    not raised, so the batch goes on and the sample is counted).
 
     The augmentation and the `mask_patches` uniform values that decide the sample's MAE mask
     are drawn from `seed` alone, so they do not depend on worker, rank or batch.

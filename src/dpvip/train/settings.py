@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings, mae_variant
 
+
 @dataclass(frozen=True)
 class PretrainSettings:
     model: MAESettings
@@ -73,6 +74,7 @@ def _json_ready(value):
 
 
 def first_difference(stored: dict, current: dict, prefix: str = "") -> str | None:
+    """The first key (dotted) whose value differs, as "key old (now new)"; None if equal."""
     for key in sorted(set(stored) | set(current)):
         old, new = stored.get(key), current.get(key)
         if isinstance(old, dict) and isinstance(new, dict):
