@@ -15,6 +15,7 @@ example (the mean squared error over that example's masked patches).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from timm.layers import PatchEmbed, build_sincos2d_pos_embed
@@ -57,7 +58,7 @@ class MaskedAutoencoder(nn.Module):
         self.num_patches = grid * grid
         self.cls_token = nn.Linear(1, width, bias=False)
         self.register_buffer("pos_embed", _sincos_with_class_slot(grid, width), persistent=False)
-        norm = nn.LayerNorm  # eps 1e-5, as MAE's partial(nn.LayerNorm, eps=1e-6) differs only negligibly
+        norm = partial(nn.LayerNorm, eps=1e-6)  # as MAE
         self.blocks = nn.ModuleList(
             Block(width, size.encoder_heads, size.mlp_ratio, qkv_bias=True, norm_layer=norm) for _ in range(size.encoder_depth)
         )
