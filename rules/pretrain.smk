@@ -24,7 +24,7 @@ rule syn_vip:
     resources:
         gpu=SYN_VIP["gpus"],
     params:
-        settings={k: v for k, v in SYN_VIP.items() if k not in ("reconstructions",)},
+        settings=SYN_VIP,
         processes=max(1, SYN_VIP["gpus"]),
         run=lambda wildcards: syn_vip_run(wildcards.model),
     script:

@@ -1,10 +1,27 @@
-"""File helpers shared by the stages: content hashes and Snakemake benchmark records."""
+"""File helpers shared by the stages: atomic writes, content hashes, Snakemake benchmark
+records."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_target(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path` to write to; when the block succeeds it replaces
+    `path` in one step, so a crash leaves the previous file (or none), never a half one."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def sha256(path: str | Path) -> str:

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
 import torch
 
 from dpvip.errors import DpvipInputError
-
-
-def derive(*keys: int) -> int:
-    """A 63-bit seed (torch generators take signed 64-bit) from integer keys."""
-    return int(np.random.SeedSequence(list(keys)).generate_state(1, np.uint64)[0] >> np.uint64(1))
+from dpvip.seeds import derive
 
 
 def sample_seed(run_seed: int, epoch: int, index: int) -> int:

@@ -9,13 +9,13 @@ from torchvision import transforms
 
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD
 from dpvip.models.mae import MaskedAutoencoder
+from dpvip.synthetic.family import to_uint8
 
 
 def _to_uint8(normalised: torch.Tensor) -> np.ndarray:
     mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
     std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
-    pixels = (normalised * std + mean).clamp(0, 1)
-    return (pixels * 255 + 0.5).floor().to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    return to_uint8(normalised * std + mean)
 
 
 def evaluation_inputs(images: list[np.ndarray], image_size: int) -> torch.Tensor:

@@ -11,15 +11,15 @@ import zlib
 import numpy as np
 import torch
 
+from dpvip.seeds import derive
+
 # What a seed is for; part of the key so an image's and a network's streams never coincide.
 IMAGE, PROGRAM, NETWORK = 0, 1, 2
 
 
 def derive_seed(dataset_seed: int, family: str, purpose: int, number: int) -> int:
     """A 63-bit seed (torch's generators take signed 64-bit) for one (family, purpose, number)."""
-    family_key = zlib.crc32(family.encode())
-    state = np.random.SeedSequence([dataset_seed, family_key, purpose, number]).generate_state(1, np.uint64)
-    return int(state[0] >> np.uint64(1))
+    return derive(dataset_seed, zlib.crc32(family.encode()), purpose, number)
 
 
 def numpy_rng(dataset_seed: int, family: str, purpose: int, number: int) -> np.random.Generator:

@@ -19,7 +19,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dpvip.errors import DpvipInputError
-from dpvip.files import sha256
+from dpvip.files import atomic_target, sha256
 from dpvip.synthetic.spec import DatasetSpec
 
 KEY_DIGITS = 9
@@ -54,20 +54,15 @@ def write_shard(spec: DatasetSpec, shard: int, path: str | Path, device: str = "
     indices = spec.shard_range(shard)
     path = _writable_target(Path(path))
     generator = spec.generator(device)
-    partial = path.with_name(path.name + ".partial")
     shared = {"dataset": spec.name, "family": spec.family, "seed": spec.seed, "resolution": spec.resolution}
     written = 0
     bar = tqdm(total=len(indices), desc=f"{spec.name} {shard_name(shard)}", unit="img", disable=not progress, mininterval=2)
-    try:
-        with bar, wds.TarWriter(str(partial), mtime=0) as sink:
-            for index, image in generator.images(indices.start, indices.stop):
-                meta = json.dumps(shared | {"index": index} | generator.metadata(index), sort_keys=True)
-                sink.write({"__key__": sample_key(index), spec.encoding: image, "json": meta})
-                written += 1
-                bar.update()
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with atomic_target(path) as partial, bar, wds.TarWriter(str(partial), mtime=0) as sink:
+        for index, image in generator.images(indices.start, indices.stop):
+            meta = json.dumps(shared | {"index": index} | generator.metadata(index), sort_keys=True)
+            sink.write({"__key__": sample_key(index), spec.encoding: image, "json": meta})
+            written += 1
+            bar.update()
     return written
 
 
@@ -115,10 +110,8 @@ def claim_folder(spec: DatasetSpec, folder: str | Path) -> None:
 
 def write_json(record: dict, path: str | Path) -> None:
     """Write `record` as JSON through a temporary file, so a crash leaves no half file."""
-    path = _writable_target(Path(path))
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(partial, path)
+    with atomic_target(_writable_target(Path(path))) as partial:
+        partial.write_text(json.dumps(record, indent=1) + "\n")
 
 
 def read_images(path: str | Path, limit: int | None = None) -> Iterator[tuple[np.ndarray, dict]]:

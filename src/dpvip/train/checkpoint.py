@@ -3,7 +3,6 @@ tensors and plain values so they load with torch.load(weights_only=True)."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -11,17 +10,14 @@ import numpy as np
 import torch
 
 from dpvip.errors import DpvipInputError, first_line
+from dpvip.files import atomic_target
 
 
 def save_atomic(payload: dict, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    try:
+    with atomic_target(path) as partial:
         torch.save(payload, partial)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def load(path: str | Path, device: str | torch.device = "cpu") -> dict:

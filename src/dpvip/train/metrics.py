@@ -7,8 +7,9 @@ the checkpoint it restarts at and will be logged again), so the log never holds 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from dpvip.files import atomic_target
 
 
 def read_metrics(path: str | Path) -> list[dict]:
@@ -23,9 +24,8 @@ class MetricsLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         kept = [record for record in read_metrics(self.path) if record.get("step", 0) <= resume_step]
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text("".join(json.dumps(record) + "\n" for record in kept))
-        os.replace(partial, self.path)
+        with atomic_target(self.path) as partial:
+            partial.write_text("".join(json.dumps(record) + "\n" for record in kept))
 
     def write(self, record: dict) -> None:
         with self.path.open("a") as handle:
