@@ -1,8 +1,11 @@
-"""Privacy accounting: epsilon of DP-SGD-style mechanisms and noise calibration.
+"""Differential privacy: the DP training engine and privacy accounting.
 
-Modules: `accounting` (epsilon, noise calibration, three accountants), `gaussian` (exact
+Modules: `clipping` (per-example clipped gradient sums), `noise` (privatising them),
+`sampling` (Poisson), `ledger` (budget and spent epsilon of a run), `optimizers`,
+`accounting` (epsilon, noise calibration, three accountants), `gaussian` (exact
 full-batch composition), `claims` and `audit` (the papers' settings), `curves`.
 """
 
-# The accountant names, here so the command line can offer them without importing torch.
+# Names offered by the command line and checked in configs without importing torch.
 ACCOUNTANTS = ("rdp", "prv", "pld")
+OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")

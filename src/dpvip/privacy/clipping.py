@@ -1,0 +1,184 @@
+"""The sum of per-example clipped gradients of a whole model, in one forward and one
+backward pass.
+
+Every layer that owns trainable parameters is watched during the forward pass: its input
+(activations) and output are kept. One backward pass then asks autograd for the gradient of
+the summed per-example losses with respect to those outputs only (backprops), so autograd
+never forms the unclipped parameter gradient. From activations and backprops, per layer:
+
+- Linear layers (most of a ViT's parameters), with T tokens, `in` inputs and `out` outputs:
+  when T (in + out) < in * out, each example's squared weight-gradient norm ||G_i^T A_i||^2
+  is computed as <A_i A_i^T, G_i G_i^T> (the "ghost norm", T^2 (in + out) operations instead
+  of T in out) and the clipped sum is one matmul, (c * G)^T A, as in Bu et al.'s book-keeping
+  clipping. Otherwise the per-example gradients are formed, which then costs no more memory
+  than the activations and backprops they replace, and the clipped sum is their weighted sum.
+- Other layers (LayerNorm, the patch-embedding Conv2d): per-example gradients from opacus'
+  grad samplers (small for these layers), their norms, and a weighted sum.
+
+The clip is flat over the whole model: c_i = min(1, C / (||g_i|| + 1e-6)), opacus' factor.
+A per-example loss must depend on its own example only (no batch statistics), as in MAE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from opacus.grad_sample import GradSampleModule
+from torch import nn
+
+from dpvip.errors import DpvipInputError
+
+CLIP_EPSILON = 1e-6  # opacus' guard against division by a zero norm
+
+
+def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
+    """min(1, C / (norm + 1e-6)) per example."""
+    return (clip_norm / (norms + CLIP_EPSILON)).clamp(max=1.0)
+
+
+@dataclass
+class _Call:
+    """One layer's forward call: its input and output, then its backprops."""
+
+    activations: torch.Tensor
+    output: torch.Tensor
+    backprops: torch.Tensor | None = None
+    parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
+
+
+def _as_tokens(tensor: torch.Tensor) -> torch.Tensor:
+    """(batch, tokens, features) in fp32, whatever the leading shape."""
+    return tensor.reshape(tensor.shape[0], -1, tensor.shape[-1]).float()
+
+
+def _linear_squared_norms(layer: nn.Linear, call: _Call) -> torch.Tensor:
+    a, g = _as_tokens(call.activations), _as_tokens(call.backprops)
+    tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
+    squared = torch.zeros(a.shape[0], device=a.device)
+    if layer.weight.requires_grad:
+        if tokens * (fan_in + fan_out) < fan_in * fan_out:
+            squared += (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
+            call.parts["weight"] = ("ghost", a, g)
+        else:
+            per_example = torch.bmm(g.transpose(1, 2), a)
+            squared += per_example.pow(2).sum((1, 2))
+            call.parts["weight"] = ("formed", per_example)
+    if layer.bias is not None and layer.bias.requires_grad:
+        per_example = g.sum(1)
+        squared += per_example.pow(2).sum(1)
+        call.parts["bias"] = ("formed", per_example)
+    return squared
+
+
+def _linear_clipped_sum(layer: nn.Linear, call: _Call, factors: torch.Tensor) -> dict:
+    sums = {}
+    for name, part in call.parts.items():
+        if part[0] == "ghost":
+            a, g = part[1], part[2]
+            weighted = g * factors[:, None, None]
+            sums[getattr(layer, name)] = weighted.reshape(-1, g.shape[2]).T @ a.reshape(-1, a.shape[2])
+        else:
+            sums[getattr(layer, name)] = torch.tensordot(factors, part[1], dims=1)
+    return sums
+
+
+def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
+    """Per-example gradients from opacus' grad sampler for the layer's type."""
+    sampler = GradSampleModule.GRAD_SAMPLERS[type(layer)]
+    per_example = sampler(layer, [call.activations], call.backprops)
+    call.parts = {param: grad.float() for param, grad in per_example.items()}
+    squared = torch.zeros(call.activations.shape[0], device=call.activations.device)
+    for grad in call.parts.values():
+        squared += grad.flatten(1).pow(2).sum(1)
+    return squared
+
+
+def _sampled_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor) -> dict:
+    return {param: torch.tensordot(factors, grad, dims=1) for param, grad in call.parts.items()}
+
+
+def _rules(layer: nn.Module):
+    if isinstance(layer, nn.Linear):
+        return _linear_squared_norms, _linear_clipped_sum
+    return _sampled_squared_norms, _sampled_clipped_sum
+
+
+class ClippedGradientSum:
+    """Accumulates sum_i clip_C(grad l_i) of `model` over micro-batches into `self.sums`
+    (fp32, one tensor per trainable parameter, in `self.params` order)."""
+
+    def __init__(self, model: nn.Module, clip_norm: float):
+        if not clip_norm > 0:
+            raise DpvipInputError(f"clip norm {clip_norm} must be positive")
+        self.model, self.clip_norm = model, float(clip_norm)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.layers = self._watched_layers()
+        self._calls: dict[nn.Module, _Call] = {}
+        self._recording = False
+        self._handles = [layer.register_forward_hook(self._keep) for layer in self.layers]
+        self.sums = [torch.zeros_like(p, dtype=torch.float32) for p in self.params]
+        self.examples = 0
+
+    def _watched_layers(self) -> list[nn.Module]:
+        layers, owned = [], set()
+        for name, layer in self.model.named_modules():
+            own = [p for p in layer.parameters(recurse=False) if p.requires_grad]
+            if not own:
+                continue
+            if not isinstance(layer, nn.Linear) and type(layer) not in GradSampleModule.GRAD_SAMPLERS:
+                raise DpvipInputError(f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule for its parameters {', '.join(f'{name}.{p}' if name else p for p, q in layer.named_parameters(recurse=False) if q.requires_grad)}")
+            layers.append(layer)
+            owned.update(id(p) for p in own)
+        unowned = [name for name, p in self.model.named_parameters() if p.requires_grad and id(p) not in owned]
+        if unowned:
+            raise DpvipInputError(f"parameter '{unowned[0]}' is not owned by a layer with a per-example gradient rule")
+        return layers
+
+    def _keep(self, layer: nn.Module, inputs: tuple, output: torch.Tensor) -> None:
+        if not self._recording:
+            return
+        if layer in self._calls:
+            raise DpvipInputError(f"layer {type(layer).__name__} ran twice in one forward pass; per-example clipping needs one call per layer")
+        self._calls[layer] = _Call(inputs[0].detach(), output)
+
+    def add(self, per_example_losses: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run `per_example_losses()` (a forward pass returning one loss per example), add the
+        clipped gradients of its examples to the sums; returns (losses, unclipped norms)."""
+        self._calls.clear()
+        self._recording = True
+        try:
+            losses = per_example_losses()
+        finally:
+            self._recording = False
+        calls = [(layer, call) for layer, call in self._calls.items()]
+        self._calls.clear()
+        if losses.numel() == 0:
+            return losses.detach(), losses.detach().float()
+        backprops = torch.autograd.grad(losses.sum(), [call.output for _, call in calls], allow_unused=True)
+        squared = torch.zeros(losses.shape[0], device=losses.device)
+        for (layer, call), grad in zip(calls, backprops):
+            call.output, call.backprops = None, grad  # drop the graph's reference early
+            if grad is not None:  # a layer the loss did not use contributes nothing
+                squared += _rules(layer)[0](layer, call)
+            call.activations = call.backprops = None  # `parts` keeps what the sum needs
+        norms = squared.sqrt()
+        factors = clip_factors(norms, self.clip_norm)
+        position = {id(p): i for i, p in enumerate(self.params)}
+        for layer, call in calls:
+            if call.parts:
+                for param, total in _rules(layer)[1](layer, call, factors).items():
+                    self.sums[position[id(param)]] += total.reshape(param.shape)
+        self.examples += losses.shape[0]
+        return losses.detach(), norms
+
+    def reset(self) -> None:
+        for total in self.sums:
+            total.zero_()
+        self.examples = 0
+
+    def close(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
