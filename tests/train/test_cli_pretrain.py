@@ -35,7 +35,7 @@ def test_an_unknown_settings_key_is_named(tmp_path, capsys):
     settings = settings_file(tmp_path, learning_rate=0.1)
     assert main(pretrain(settings, tmp_path / "index.json", tmp_path / "run")) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dpvip: error: pre-training setting 'learning_rate' is not known (known: ")
+    assert len(lines) == 1 and lines[0].startswith("dpvip: error: setting 'learning_rate' is not known (known: ")
 
 
 def test_a_missing_data_index_is_named(tmp_path, capsys):

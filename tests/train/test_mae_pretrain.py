@@ -219,7 +219,7 @@ def test_a_rank_whose_share_is_all_corrupt_still_joins_the_update(shaders_index,
 
     training = MAEPretraining(settings(), shaders_index, tmp_path / "run", progress=False)
     monkeypatch.setattr(Distributed, "sum", lambda self, value: 8.0 if value == 0 and isinstance(value, int) else float(value))
-    loss_sum, count = training.train_step(training.model, torch.empty(0), torch.empty(0))
+    loss_sum, count = training.train_step(*training.empty_batch())
     assert count == 8 and loss_sum == 0.0
     grads = [p.grad for p in training.model.parameters()]
     assert all(g is not None and not g.any() for g in grads)

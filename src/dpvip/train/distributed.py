@@ -44,6 +44,11 @@ class Distributed:
         dist.all_reduce(tensor)
         return float(tensor.item())
 
+    def sum_tensor(self, tensor: torch.Tensor) -> None:
+        """Sum `tensor` over ranks, in place."""
+        if self.world > 1:
+            dist.all_reduce(tensor)
+
     def barrier(self) -> None:
         if self.world > 1:
             dist.barrier()

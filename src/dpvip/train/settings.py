@@ -28,24 +28,12 @@ class PretrainSettings:
     workers: int = 0
 
     OPERATIONAL = ("micro_batch", "checkpoint_every", "log_every", "workers")
-    MODEL_KEYS = tuple(f.name for f in fields(MAESettings))
 
     @classmethod
     def from_config(cls, values: dict, model: str) -> PretrainSettings:
         """From a config section (model keys and training keys side by side) and a model
         name: a size, or '<size>_dec<depth>' for another decoder depth."""
-        known = {f.name for f in fields(cls)} - {"model"}
-        unknown = sorted(set(values) - known - set(cls.MODEL_KEYS))
-        if unknown:
-            raise DpvipInputError(f"pre-training setting '{unknown[0]}' is not known (known: {', '.join(sorted(known | set(cls.MODEL_KEYS)))})")
-        size, decoder_depth = mae_variant(model)
-        model_values = {k: values[k] for k in cls.MODEL_KEYS if k in values and k != "size"}
-        if decoder_depth is not None:
-            model_values["decoder_depth"] = decoder_depth
-        settings = MAESettings(size=size, **model_values)
-        settings.check()
-        training = {k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items() if k in known}
-        return cls(model=settings, **training)
+        return settings_from_config(cls, values, model)
 
     def check_split(self, processes: int) -> None:
         """The global batch must split evenly over processes, and each share into micro-batches."""
@@ -60,11 +48,34 @@ class PretrainSettings:
         return self.blr * self.batch_size / 256
 
     def fingerprint(self) -> dict:
-        """What determines the trained weights; a resumed run must match it exactly."""
-        record = asdict(self)
-        for key in self.OPERATIONAL:
-            record.pop(key)
-        return _json_ready(record)
+        return fingerprint(self)
+
+
+def fingerprint(settings) -> dict:
+    """What determines the trained weights (all but the OPERATIONAL keys); a resumed run
+    must match it exactly."""
+    record = asdict(settings)
+    for key in settings.OPERATIONAL:
+        record.pop(key)
+    return _json_ready(record)
+
+
+def settings_from_config(cls, values: dict, model: str):
+    """`cls` (a settings dataclass with a `model` field) from a config section that holds the
+    MAE's keys and the training keys side by side, for model `<size>` or `<size>_dec<depth>`."""
+    model_keys = tuple(f.name for f in fields(MAESettings))
+    known = {f.name for f in fields(cls)} - {"model"}
+    unknown = sorted(set(values) - known - set(model_keys))
+    if unknown:
+        raise DpvipInputError(f"setting '{unknown[0]}' is not known (known: {', '.join(sorted(known | set(model_keys)))})")
+    size, decoder_depth = mae_variant(model)
+    model_values = {k: values[k] for k in model_keys if k in values and k != "size"}
+    if decoder_depth is not None:
+        model_values["decoder_depth"] = decoder_depth
+    settings = MAESettings(size=size, **model_values)
+    settings.check()
+    training = {k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items() if k in known}
+    return cls(model=settings, **training)
 
 
 def _json_ready(value):

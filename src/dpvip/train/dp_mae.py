@@ -1,0 +1,107 @@
+"""DP MAE training (ViP step 2): DP-AdamW on natural images, from a (Syn)-ViP checkpoint.
+
+Each step: Poisson sampling (every example with probability q = B / n, ranks drawing
+disjoint blocks independently); each rank splits its examples into micro-batches of at most
+`micro_batch` and adds their per-example clipped gradients (flat L2, C) to a sum; the sums
+are all-reduced, N(0, sigma^2 C^2) is added once (the same draw on every rank), the result
+is divided by the expected batch size B, and the optimizer steps on every rank alike.
+sigma is calibrated from (epsilon, delta, q, T) before the first step; the ledger travels
+in the state, the metrics and model.pt. The logged training loss is not privatised: it
+is a diagnostic for people, not something the model is released with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from dpvip.errors import DpvipInputError
+from dpvip.files import sha256
+from dpvip.models.checkpoint import load_mae
+from dpvip.models.mae import MaskedAutoencoder
+from dpvip.privacy.clipping import ClippedGradientSum
+from dpvip.privacy.ledger import PrivacyLedger
+from dpvip.privacy.noise import noise_generator, privatize
+from dpvip.privacy.optimizers import make_optimizer, set_gradients
+from dpvip.privacy.sampling import NOISE, PoissonBatches
+from dpvip.seeds import derive
+from dpvip.train.dp_settings import DPPretrainSettings
+from dpvip.train.optim import warmup_cosine
+from dpvip.train.run import MAERun
+
+
+class DPMAETraining(MAERun):
+    stage = "dp_mae"
+    description = "DP MAE training"
+
+    def __init__(self, settings: DPPretrainSettings, data_index: str | Path, run_dir: str | Path, init: str | Path | None = None, progress: bool = True):
+        super().__init__(settings, data_index, run_dir, progress)
+        examples = len(self.reader)
+        self.sample_rate = settings.sample_rate(examples)
+        self.ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta_for(examples), settings.clip_norm)
+        self.init = Path(init) if init is not None else None
+        if self.init is None:
+            torch.manual_seed(settings.seed)
+            self.model = MaskedAutoencoder(settings.model).to(self.dist.device)
+        else:
+            self.model, _ = load_mae(self.init, settings.model, self.dist.device)
+        self.clipper = ClippedGradientSum(self.model, settings.clip_norm)
+        self.optimizer = make_optimizer(settings.optimizer, self.clipper.params, settings.lr, settings.weight_decay, settings.betas, settings.momentum, settings.adam_eps)
+        self.scheduler = warmup_cosine(self.optimizer, settings.steps, min(settings.warmup_steps, settings.steps), settings.min_lr)
+        self.sampler = PoissonBatches(examples, self.sample_rate, settings.steps, settings.seed, self.dist.rank, self.dist.world)
+        self.total_steps = settings.steps
+        self.noise_seed = derive(settings.seed, NOISE)
+        self.last = {"batch_size": 0, "clipped_fraction": 0.0}
+
+    def fingerprint(self) -> dict:
+        init = {"init": sha256(self.init) if self.init else "random"}
+        return super().fingerprint() | init
+
+    # --- ledger in the state ---------------------------------------------------------------
+    def extra_state(self) -> dict:
+        return {"privacy": self.ledger.record()}
+
+    def load_extra_state(self, state: dict) -> None:
+        if "privacy" not in state:
+            raise DpvipInputError(f"{self.state_path} holds no privacy ledger; it is not a DP run's state")
+        stored = PrivacyLedger.from_record(state["privacy"])
+        self.ledger.check_resume(stored, str(self.state_path))
+        if stored.steps_done != state["step"]:
+            raise DpvipInputError(f"{self.state_path}: its ledger counts {stored.steps_done} steps, its state {state['step']}")
+        self.ledger = stored
+
+    def log_fields(self) -> dict:
+        return {"epsilon": self.ledger.epsilon_spent(), "delta": self.ledger.delta, "noise_multiplier": self.ledger.noise_multiplier} | self.last
+
+    def final_record(self) -> dict:
+        return {"privacy": self.ledger.record(), "init": str(self.init) if self.init else "random"}
+
+    # --- the DP step ------------------------------------------------------------------------
+    def train_step(self, images: torch.Tensor, noise: torch.Tensor) -> tuple[float, int]:
+        self.ledger = self.ledger.charge()  # before the noisy gradient exists
+        self.clipper.reset()
+        device = self.dist.device
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+        totals = torch.zeros(3, dtype=torch.float64, device=device)  # loss sum, examples, clipped
+        for x, n in zip(images.split(self.settings.micro_batch), noise.split(self.settings.micro_batch)):
+            if len(x) == 0:
+                continue
+            x, n = x.to(device, non_blocking=True), n.to(device, non_blocking=True)
+            with autocast:
+                losses, norms = self.clipper.add(lambda: self.model(x, n).loss.float())
+            totals += torch.stack([losses.sum().double(), torch.tensor(float(len(x)), device=device), (norms > self.settings.clip_norm).sum().double()])
+        self.dist.sum_tensor(totals)
+        generator = noise_generator(self.noise_seed, self.step, device)
+        gradients = privatize(self.clipper.sums, self.ledger.noise_multiplier, self.settings.clip_norm, self.settings.batch_size, generator, self.dist.sum_tensor)
+        set_gradients(self.clipper.params, gradients)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum, count, clipped = totals.tolist()
+        self.last = {"batch_size": int(count), "clipped_fraction": clipped / max(count, 1)}
+        return loss_sum, int(count)
+
+
+def dp_train_mae(settings: DPPretrainSettings, data_index: str | Path, run_dir: str | Path, init: str | Path | None = None, progress: bool = True) -> dict:
+    """Train (or resume) the DP run in `run_dir`; returns the record stored with model.pt."""
+    return DPMAETraining(settings, data_index, run_dir, init, progress).run()
