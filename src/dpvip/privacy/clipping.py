@@ -17,6 +17,9 @@ never forms the unclipped parameter gradient. From activations and backprops, pe
 
 The clip is flat over the whole model: c_i = min(1, C / (||g_i|| + 1e-6)), opacus' factor.
 A per-example loss must depend on its own example only (no batch statistics), as in MAE.
+Each parameter must belong to one layer and be used by calling that layer: a weight shared
+by two layers is refused, and a layer's weight used outside its forward (F.linear(x,
+layer.weight)) is not seen, so models are written with layers called once each.
 """
 
 from __future__ import annotations
@@ -122,18 +125,20 @@ class ClippedGradientSum:
         self.examples = 0
 
     def _watched_layers(self) -> list[nn.Module]:
-        layers, owned = [], set()
+        """The layers owning trainable parameters, each parameter owned by exactly one of
+        them (a per-layer norm cannot account for a weight shared by two layers)."""
+        layers, owners = [], {}
         for name, layer in self.model.named_modules():
-            own = [p for p in layer.parameters(recurse=False) if p.requires_grad]
+            own = {f"{name}.{key}" if name else key: p for key, p in layer.named_parameters(recurse=False) if p.requires_grad}
             if not own:
                 continue
             if not isinstance(layer, nn.Linear) and type(layer) not in GradSampleModule.GRAD_SAMPLERS:
-                raise DpvipInputError(f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule for its parameters {', '.join(f'{name}.{p}' if name else p for p, q in layer.named_parameters(recurse=False) if q.requires_grad)}")
+                raise DpvipInputError(f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule for its parameters {', '.join(own)}")
+            for key, param in own.items():
+                if id(param) in owners:
+                    raise DpvipInputError(f"parameter '{key}' is shared with '{owners[id(param)]}'; per-example clipping needs each parameter in one layer")
+                owners[id(param)] = key
             layers.append(layer)
-            owned.update(id(p) for p in own)
-        unowned = [name for name, p in self.model.named_parameters() if p.requires_grad and id(p) not in owned]
-        if unowned:
-            raise DpvipInputError(f"parameter '{unowned[0]}' is not owned by a layer with a per-example gradient rule")
         return layers
 
     def _keep(self, layer: nn.Module, inputs: tuple, output: torch.Tensor) -> None:

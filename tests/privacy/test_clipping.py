@@ -1,0 +1,354 @@
+"""ClippedGradientSum against a naive one-example-at-a-time loop (DESIGN: "the per-example
+loss is exact ... checked against a naive one-example-at-a-time loop")."""
+
+import pytest
+import torch
+from opacus.grad_sample import GradSampleModule
+from torch import nn
+
+from dpvip.errors import DpvipInputError
+from dpvip.models import MAESettings
+from dpvip.models.mae import MaskedAutoencoder
+from dpvip.privacy import clipping
+from dpvip.privacy.clipping import CLIP_EPSILON, ClippedGradientSum
+from dpvip.synthetic.family import thread_invariant
+
+BATCH = 6
+
+
+@pytest.fixture(autouse=True)
+def single_thread():
+    with thread_invariant(torch.device("cpu")):
+        yield
+
+
+def trainable(model: nn.Module) -> list[nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def naive_clipped_sum(model: nn.Module, loss_of_example, count: int, clip_norm: float):
+    """One example at a time: its gradient over all trainable parameters, flat L2 norm,
+    factor min(1, C / (norm + 1e-6)); (clipped sums in float64, norms, factors)."""
+    params = trainable(model)
+    sums = [torch.zeros_like(p, dtype=torch.float64) for p in params]
+    norms = []
+    for i in range(count):
+        grads = torch.autograd.grad(loss_of_example(i).sum(), params, allow_unused=True)
+        grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
+        norm = torch.sqrt(sum(g.double().pow(2).sum() for g in grads))
+        factor = torch.clamp(clip_norm / (norm + CLIP_EPSILON), max=1.0)
+        for total, g in zip(sums, grads):
+            total += factor * g.double()
+        norms.append(norm)
+    norms = torch.stack(norms)
+    return sums, norms, torch.clamp(clip_norm / (norms + CLIP_EPSILON), max=1.0)
+
+
+def assert_sums_close(ours, reference, rtol):
+    """Per parameter: max |ours - reference| <= rtol * max |reference|."""
+    assert len(ours) == len(reference)
+    for k, (got, want) in enumerate(zip(ours, reference)):
+        assert got.shape == want.shape
+        scale = want.abs().max().item()
+        error = (got.double() - want).abs().max().item()
+        assert error <= rtol * scale + 1e-12, f"parameter {k} {tuple(want.shape)}: error {error:.3g}, scale {scale:.3g}"
+
+
+@pytest.fixture
+def linear_paths(monkeypatch):
+    """Spy on the Linear rule: layer -> the weight path taken ('ghost' or 'formed')."""
+    seen = {}
+    original = clipping._linear_squared_norms
+
+    def spy(layer, call):
+        squared = original(layer, call)
+        if "weight" in call.parts:
+            seen[layer] = call.parts["weight"][0]
+        return squared
+
+    monkeypatch.setattr(clipping, "_linear_squared_norms", spy)
+    return seen
+
+
+# --- the micro MAE ------------------------------------------------------------------------
+
+
+def micro_mae(dtype):
+    torch.manual_seed(0)
+    return MaskedAutoencoder(MAESettings("micro", image_size=32, patch_size=4)).to(dtype)
+
+
+def mae_batch(model, dtype, batch=BATCH, seed=1):
+    images = torch.rand(batch, 3, 32, 32, generator=torch.Generator().manual_seed(seed)).to(dtype)
+    noise = model.mask_noise(batch, torch.Generator().manual_seed(seed + 1)).to(dtype)
+    return images, noise
+
+
+def mae_naive(model, images, noise, clip_norm):
+    return naive_clipped_sum(model, lambda i: model(images[i : i + 1], noise[i : i + 1]).loss, len(images), clip_norm)
+
+
+# float64: the model runs in double, the clipped sums are kept in fp32 (so 1e-5, not 1e-12).
+# float32: per-example gradients in a batch and alone round differently (observed ~1e-6);
+# 1e-4 leaves room for that while any clipping error (a wrong factor, a missing example or
+# parameter) is of order 1.
+@pytest.mark.parametrize("dtype, rtol", [(torch.float64, 1e-5), (torch.float32, 1e-4)])
+def test_mae_clipped_sum_equals_naive_loop_when_some_examples_are_clipped(dtype, rtol, linear_paths):
+    model = micro_mae(dtype)
+    images, noise = mae_batch(model, dtype)
+    _, norms, _ = mae_naive(model, images, noise, 1.0)
+    ordered = norms.sort().values
+    clip_norm = float(ordered[BATCH // 2 - 1] + ordered[BATCH // 2]) / 2  # between the middle norms
+    reference, naive_norms, factors = mae_naive(model, images, noise, clip_norm)
+    assert (factors < 0.999).any() and (factors == 1).any()  # both clipped and unclipped examples
+
+    summer = ClippedGradientSum(model, clip_norm)
+    losses, got_norms = summer.add(lambda: model(images, noise).loss)
+
+    assert_sums_close(summer.sums, reference, rtol)
+    torch.testing.assert_close(got_norms.double(), naive_norms, rtol=rtol, atol=0)
+    assert all(total.dtype == torch.float32 for total in summer.sums)
+    assert summer.examples == BATCH
+    torch.testing.assert_close(losses, model(images, noise).loss.detach())  # the batch's losses, detached
+    assert not losses.requires_grad
+    # The MAE has Linear layers on both paths (encoder qkv: ghost; tokens, decoder: formed).
+    assert set(linear_paths.values()) == {"ghost", "formed"}
+
+
+def test_mae_clipped_sum_is_the_plain_gradient_sum_when_nothing_is_clipped():
+    model = micro_mae(torch.float64)
+    images, noise = mae_batch(model, torch.float64)
+    plain = torch.autograd.grad(model(images, noise).loss.sum(), trainable(model))
+    summer = ClippedGradientSum(model, 1e6)
+    _, norms = summer.add(lambda: model(images, noise).loss)
+    assert (norms < 1e6).all()
+    assert_sums_close(summer.sums, [g.double() for g in plain], 1e-5)
+
+
+def test_small_clip_norm_gives_every_example_norm_c():
+    # Every example clipped: the sum's norm is at most B * C, and each contributes C g/|g|.
+    model = micro_mae(torch.float64)
+    images, noise = mae_batch(model, torch.float64)
+    reference, norms, factors = mae_naive(model, images, noise, 0.01)
+    assert (factors < 0.01).all()
+    summer = ClippedGradientSum(model, 0.01)
+    summer.add(lambda: model(images, noise).loss)
+    assert_sums_close(summer.sums, reference, 1e-5)
+    total_norm = torch.sqrt(sum(s.double().pow(2).sum() for s in summer.sums))
+    assert total_norm <= BATCH * 0.01 * (1 + 1e-5)
+
+
+def test_micro_batches_accumulate_like_one_batch_and_reset_zeroes():
+    model = micro_mae(torch.float32)
+    images, noise = mae_batch(model, torch.float32, batch=7)
+    clip_norm = 6.3  # inside the range of this batch's norms
+
+    whole = ClippedGradientSum(model, clip_norm)
+    _, whole_norms = whole.add(lambda: model(images, noise).loss)
+    whole.close()
+    assert (whole_norms > clip_norm).any() and (whole_norms < clip_norm).any()
+
+    parts = ClippedGradientSum(model, clip_norm)
+    _, first = parts.add(lambda: model(images[:3], noise[:3]).loss)
+    assert parts.examples == 3
+    _, second = parts.add(lambda: model(images[3:], noise[3:]).loss)
+    assert parts.examples == 7
+    torch.testing.assert_close(torch.cat([first, second]), whole_norms, rtol=1e-5, atol=0)
+    assert_sums_close(parts.sums, [s.double() for s in whole.sums], 1e-5)
+
+    parts.reset()
+    assert parts.examples == 0
+    assert all(not total.any() for total in parts.sums)
+    _, again = parts.add(lambda: model(images[3:], noise[3:]).loss)  # still works after reset
+    torch.testing.assert_close(again, second)
+
+
+def test_no_parameter_gradient_is_formed():
+    model = micro_mae(torch.float32)
+    images, noise = mae_batch(model, torch.float32)
+    summer = ClippedGradientSum(model, 1.0)
+    summer.add(lambda: model(images, noise).loss)
+    assert all(p.grad is None for p in model.parameters())
+    assert any(total.any() for total in summer.sums)
+
+
+# --- a tiny model with every layer type and both Linear paths ----------------------------
+
+
+class Tiny(nn.Module):
+    """Conv2d -> tokens -> Linear(8, 8) on T tokens -> LayerNorm -> token mean -> Linear(8, 6)
+    and Linear(6, 1) on 2-D inputs; a per-example loss.
+
+    Linear paths (ghost iff T (in + out) < in * out): `tokens` is ghost for T = 2
+    (32 < 64) and formed for T = 16 (256 >= 64); on 2-D inputs (T = 1) `wide` is ghost
+    (14 < 48) and `narrow` formed (7 >= 6)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 8, 3, padding=1)
+        self.tokens = nn.Linear(8, 8)
+        self.norm = nn.LayerNorm(8)
+        self.wide = nn.Linear(8, 6)
+        self.narrow = nn.Linear(6, 1)
+
+    def forward(self, x):
+        h = self.conv(x).flatten(2).transpose(1, 2)  # (B, H*W, 8)
+        h = self.norm(self.tokens(torch.tanh(h))).mean(1)
+        out = self.narrow(torch.tanh(self.wide(torch.tanh(h)))).squeeze(-1)
+        return (out - 1).pow(2) + 0.1 * h.pow(2).sum(-1)
+
+
+def tiny(dtype=torch.float64):
+    torch.manual_seed(3)
+    model = Tiny().to(dtype)
+    with torch.no_grad():  # non-trivial LayerNorm affine parameters
+        model.norm.weight.uniform_(0.5, 1.5)
+        model.norm.bias.uniform_(-0.5, 0.5)
+    return model
+
+
+def tiny_inputs(height, width, batch=8, dtype=torch.float64):
+    return torch.randn(batch, 2, height, width, generator=torch.Generator().manual_seed(4), dtype=dtype)
+
+
+def check_tiny(model, x, linear_paths, expected_paths):
+    reference, norms, _ = naive_clipped_sum(model, lambda i: model(x[i : i + 1]), len(x), 1.0)
+    clip_norm = float(norms.median())
+    reference, norms, factors = naive_clipped_sum(model, lambda i: model(x[i : i + 1]), len(x), clip_norm)
+    assert (factors < 0.999).any() and (factors == 1).any()
+    summer = ClippedGradientSum(model, clip_norm)
+    _, got = summer.add(lambda: model(x))
+    torch.testing.assert_close(got.double(), norms, rtol=1e-5, atol=0)
+    assert_sums_close(summer.sums, reference, 1e-5)
+    assert {name: linear_paths[getattr(model, name)] for name in expected_paths} == expected_paths
+    assert all(p.grad is None for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    "height, width, token_path",
+    [(1, 2, "ghost"), (4, 4, "formed")],
+)
+def test_tiny_model_with_both_linear_paths_equals_naive_loop(height, width, token_path, linear_paths):
+    model = tiny()
+    check_tiny(model, tiny_inputs(height, width), linear_paths, {"tokens": token_path, "wide": "ghost", "narrow": "formed"})
+
+
+def test_frozen_parameters_are_left_out_of_the_norm_and_the_sums(linear_paths):
+    model = tiny()
+    model.conv.requires_grad_(False)
+    model.tokens.bias.requires_grad_(False)
+    model.norm.weight.requires_grad_(False)
+    check_tiny(model, tiny_inputs(4, 4), linear_paths, {"tokens": "formed", "wide": "ghost", "narrow": "formed"})
+    summer = ClippedGradientSum(model, 1.0)
+    assert len(summer.sums) == len(trainable(model)) == 6
+
+
+def test_empty_batch_adds_nothing():
+    model = tiny(torch.float32)
+    x = tiny_inputs(4, 4, dtype=torch.float32)
+    summer = ClippedGradientSum(model, 1.0)
+    losses, norms = summer.add(lambda: model(x[:0]))
+    assert losses.shape == norms.shape == (0,)
+    assert summer.examples == 0 and all(not total.any() for total in summer.sums)
+    summer.add(lambda: model(x))
+    before = [total.clone() for total in summer.sums]
+    summer.add(lambda: model(x[:0]))
+    assert summer.examples == len(x)
+    assert all(torch.equal(a, b) for a, b in zip(before, summer.sums))
+
+
+# --- what cannot be clipped exactly is refused --------------------------------------------
+
+
+class BareParameter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.offset = nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        return (self.linear(x) + self.offset).pow(2).sum(-1)
+
+
+class WithBilinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.pair = nn.Bilinear(4, 4, 2)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return self.pair(h, h).pow(2).sum(-1)
+
+
+class CalledTwice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.linear(torch.tanh(self.linear(x))).pow(2).sum(-1)
+
+
+class NestedBareParameter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = BareParameter()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def test_bare_parameter_is_refused_by_name():
+    with pytest.raises(DpvipInputError, match=r"parameters offset$"):
+        ClippedGradientSum(BareParameter(), 1.0)
+    with pytest.raises(DpvipInputError, match=r"parameters inner\.offset$"):
+        ClippedGradientSum(NestedBareParameter(), 1.0)
+
+
+def test_layer_without_a_per_example_rule_is_refused():
+    assert nn.Bilinear not in GradSampleModule.GRAD_SAMPLERS  # else pick another layer here
+    with pytest.raises(DpvipInputError, match=r"'pair' \(Bilinear\).*pair\.weight, pair\.bias"):
+        ClippedGradientSum(WithBilinear(), 1.0)
+
+
+def test_layer_called_twice_in_one_forward_is_refused():
+    model = CalledTwice()
+    summer = ClippedGradientSum(model, 1.0)
+    with pytest.raises(DpvipInputError, match="twice"):
+        summer.add(lambda: model(torch.randn(3, 4)))
+    # Outside add() the hooks record nothing: the model still runs normally.
+    assert model(torch.randn(3, 4)).shape == (3,)
+
+
+@pytest.mark.parametrize("clip_norm", [0.0, -1.0, float("nan")])
+def test_clip_norm_must_be_positive(clip_norm):
+    with pytest.raises(DpvipInputError, match="clip norm"):
+        ClippedGradientSum(tiny(), clip_norm)
+
+
+def test_close_removes_the_hooks():
+    model = CalledTwice()
+    summer = ClippedGradientSum(model, 1.0)
+    summer.close()
+    assert not model.linear._forward_hooks
+
+
+class Tied(nn.Module):
+    """Two Linear layers sharing one weight (weight tying)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 4, bias=False)
+        self.second = nn.Linear(4, 4, bias=False)
+        self.second.weight = self.first.weight
+
+    def forward(self, x):
+        return self.second(torch.tanh(self.first(x))).pow(2).sum(-1)
+
+
+def test_weight_shared_by_two_layers_is_refused():
+    """Per-layer squared norms would add |g1|^2 + |g2|^2 instead of |g1 + g2|^2 and
+    under-estimate the sensitivity, so a weight shared by two layers is refused by name."""
+    with pytest.raises(DpvipInputError, match="parameter 'second.weight' is shared with 'first.weight'"):
+        ClippedGradientSum(Tied().double(), 1.0)

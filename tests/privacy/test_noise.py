@@ -1,0 +1,101 @@
+"""privatize: the global sum of clipped gradients plus N(0, sigma^2 C^2) once, divided by the
+expected batch size; the noise is a function of (noise seed, step) only."""
+
+import math
+
+import pytest
+import torch
+
+from dpvip.privacy.noise import gaussian_noise, noise_generator, privatize
+
+CPU = torch.device("cpu")
+# About 1e6 values in tensors of several shapes (a matrix, a vector, a 4-D kernel, a scalar).
+SHAPES = [(1000, 700), (300_000,), (10, 3, 10, 10), ()]
+
+
+@pytest.fixture(autouse=True)
+def single_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def distinct_sums(shapes=SHAPES):
+    """Tensors whose values tell every element of every tensor apart."""
+    sums, offset = [], 0
+    for shape in shapes:
+        numel = math.prod(shape)
+        sums.append((torch.arange(offset, offset + numel, dtype=torch.float32) / 1000).reshape(shape))
+        offset += numel
+    return sums
+
+
+def test_noise_on_zero_sums_has_std_sigma_c_over_expected_batch():
+    sigma, clip_norm, batch = 0.7, 2.5, 64.0
+    sums = [torch.zeros(shape) for shape in SHAPES]
+    result = privatize(sums, sigma, clip_norm, batch, noise_generator(11, 5, CPU))
+    flat = torch.cat([part.reshape(-1) for part in result]).double()
+    n = flat.numel()
+    assert n > 900_000
+    expected_std = sigma * clip_norm / batch
+    # The sample std of N Gaussians has standard error std / sqrt(2N) (~7e-4 relative): 5 of them.
+    assert flat.std().item() == pytest.approx(expected_std, rel=5 / math.sqrt(2 * n))
+    assert abs(flat.mean().item()) < 5 * expected_std / math.sqrt(n)
+    # Gaussian, not merely the right variance: P(|z| < 1) = 0.6827, standard error ~5e-4.
+    inside = (flat.abs() < expected_std).double().mean().item()
+    assert inside == pytest.approx(math.erf(1 / math.sqrt(2)), abs=5 * math.sqrt(0.6827 * 0.3173 / n))
+    # The same noise level in every tensor: each part's std is right too (looser: fewer values).
+    for part in result[:3]:
+        assert part.double().std().item() == pytest.approx(expected_std, rel=5 / math.sqrt(2 * part.numel()))
+
+
+def test_without_noise_the_result_is_sum_over_expected_batch_split_per_tensor():
+    sums = distinct_sums()
+    originals = [s.clone() for s in sums]
+    result = privatize(sums, 0.0, 1.0, 40.0, noise_generator(0, 0, CPU))
+    assert [part.shape for part in result] == [s.shape for s in sums]
+    for part, total in zip(result, sums):
+        assert part.dtype == torch.float32
+        torch.testing.assert_close(part, total / 40.0)
+    assert all(torch.equal(s, o) for s, o in zip(sums, originals))  # the inputs are left alone
+
+
+def test_all_reduce_comes_before_the_noise_which_is_added_once():
+    sigma, clip_norm, batch, seed, step = 1.3, 0.8, 32.0, 7, 3
+    sums = distinct_sums([(20, 30), (17,)])
+    seen = []
+
+    def all_reduce(flat):  # two ranks with the same sums
+        seen.append(flat.clone())
+        flat.mul_(2)
+
+    result = privatize(sums, sigma, clip_norm, batch, noise_generator(seed, step, CPU), all_reduce)
+    # all_reduce saw exactly this rank's sums, flat and without noise.
+    assert len(seen) == 1
+    torch.testing.assert_close(seen[0], torch.cat([s.reshape(-1) for s in sums]))
+    noise = gaussian_noise((617,), sigma * clip_norm, noise_generator(seed, step, CPU))
+    expected = (2 * torch.cat([s.reshape(-1) for s in sums]) + noise) / batch
+    got = torch.cat([part.reshape(-1) for part in result])
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
+    # Noise added before the all-reduce would be counted twice: 2 (sum + noise) / B differs
+    # from the result by noise / B (std sigma C / B = 0.03), which this test would see.
+    assert (got - 2 * (torch.cat([s.reshape(-1) for s in sums]) + noise) / batch).abs().max() > 0.05
+
+
+def test_noise_depends_on_seed_and_step_only():
+    def noise(seed, step):
+        return privatize([torch.zeros(50, 4), torch.zeros(30)], 1.0, 1.0, 1.0, noise_generator(seed, step, CPU))
+
+    first = noise(3, 10)
+    again = noise(3, 10)
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    for other in (noise(3, 11), noise(4, 10)):
+        for a, b in zip(first, other):
+            assert not torch.isclose(a, b).any()
+
+
+def test_gaussian_noise_is_float32_with_the_given_shape_and_scale():
+    draws = gaussian_noise((200, 500), 3.0, noise_generator(1, 2, CPU))
+    assert draws.shape == (200, 500) and draws.dtype == torch.float32
+    assert draws.std().item() == pytest.approx(3.0, rel=5 / math.sqrt(2 * draws.numel()))
