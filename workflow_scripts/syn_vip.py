@@ -3,10 +3,9 @@
 from pathlib import Path
 
 import torch
-import yaml
 
 from dpvip.logs import logging_to
-from dpvip.train.launch import run_torchrun
+from dpvip.train.launch import run_torchrun_with_settings
 from dpvip.train.mae_pretrain import pretrain_mae
 from dpvip.train.settings import PretrainSettings, training_values
 
@@ -16,9 +15,6 @@ with logging_to(snakemake.log[0]):
     values = training_values(snakemake.params.settings)
     if snakemake.params.processes == 1:
         pretrain_mae(PretrainSettings.from_config(values, model), snakemake.input.index, run)
-    else:  # one process per GPU; the settings travel as a file
-        settings_file = run / "settings.yaml"
-        settings_file.parent.mkdir(parents=True, exist_ok=True)
-        settings_file.write_text(yaml.safe_dump(values))
-        arguments = ["--settings", str(settings_file), "--size", model, "--data", snakemake.input.index, "--out", str(run)]
-        run_torchrun(snakemake.params.processes, ["pretrain", "mae", *arguments])
+    else:  # one process per GPU
+        arguments = ["--size", model, "--data", snakemake.input.index, "--out", str(run)]
+        run_torchrun_with_settings(snakemake.params.processes, ["pretrain", "mae"], run, values, arguments)

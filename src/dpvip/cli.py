@@ -174,45 +174,80 @@ def _add_synthetic(commands) -> None:
     generate.set_defaults(handler=cmd_synthetic_generate)
 
 
-def cmd_pretrain_mae(args: argparse.Namespace) -> int:
+def _read_settings(path: str, settings_class, size: str):
     import yaml
 
-    from dpvip.train.launch import run_torchrun
-    from dpvip.train.mae_pretrain import PretrainSettings, pretrain_mae
-
-    path = Path(args.settings)
+    path = Path(path)
     if not path.is_file():
         raise DpvipInputError(f"settings file {path} does not exist")
-    settings = PretrainSettings.from_config(yaml.safe_load(path.read_text()) or {}, args.size)
+    return settings_class.from_config(yaml.safe_load(path.read_text()) or {}, size)
+
+
+def _train(args: argparse.Namespace, command: list[str], check_split, train) -> int:
+    """Run `train()` here, or relaunch `command` (this command) under torchrun with --procs N."""
+    from dpvip.train.launch import run_torchrun
+
     if args.procs > 1 and "WORLD_SIZE" not in os.environ:
-        settings.check_split(args.procs)
-        forwarded = ["pretrain", "mae", "--settings", str(path), "--size", args.size, "--data", args.data, "--out", args.out]
+        check_split(args.procs)
+        forwarded = [*command, "--settings", args.settings, "--size", args.size, "--data", args.data, "--out", args.out]
+        if getattr(args, "init", None):
+            forwarded += ["--init", args.init]
         try:
             run_torchrun(args.procs, forwarded)
         except RuntimeError as err:  # the ranks have printed their own errors above
             print(f"dpvip: error: {err}", file=sys.stderr)
             return 1
         return 0
-    record = pretrain_mae(settings, args.data, args.out)
+    record = train()
     if os.environ.get("RANK", "0") == "0":
-        print(f"{args.out}/model.pt: {record['steps']} steps, {record['images_seen']} images, {record['skipped_samples']} skipped")
+        privacy = record.get("privacy")
+        spent = f", epsilon {privacy['epsilon_spent']:.3f} at delta {privacy['delta']:.3g}" if privacy else ""
+        print(f"{args.out}/model.pt: {record['steps']} steps, {record['images_seen']} images, {record['skipped_samples']} skipped{spent}")
     return 0
 
 
-def _add_pretrain(commands) -> None:
+def cmd_pretrain_mae(args: argparse.Namespace) -> int:
+    from dpvip.train.mae_pretrain import pretrain_mae
+    from dpvip.train.settings import PretrainSettings
+
+    settings = _read_settings(args.settings, PretrainSettings, args.size)
+    return _train(args, ["pretrain", "mae"], settings.check_split, lambda: pretrain_mae(settings, args.data, args.out))
+
+
+def cmd_pretrain_dp_mae(args: argparse.Namespace) -> int:
+    from dpvip.train.dp_mae import dp_train_mae
+    from dpvip.train.dp_settings import DPPretrainSettings
+
+    settings = _read_settings(args.settings, DPPretrainSettings, args.size)
+    return _train(args, ["pretrain", "dp-mae"], lambda procs: None, lambda: dp_train_mae(settings, args.data, args.out, args.init))
+
+
+def _training_arguments(parser, settings_keys: str) -> None:
     from dpvip.models import MAE_SIZES
 
-    pretrain_commands = _command_group(commands, "pretrain", "non-private pre-training")
+    parser.add_argument("--settings", required=True, help=f"YAML/JSON of training settings (keys of {settings_keys} in config/schema.yaml)")
+    parser.add_argument("--size", required=True, help=f"MAE size ({', '.join(MAE_SIZES)}) or <size>_dec<depth>")
+    parser.add_argument("--data", required=True, help="index.json of the training shards")
+    parser.add_argument("--out", required=True, help="run folder")
+    parser.add_argument("--procs", type=_positive_int, default=1, help="processes (GPUs) on this node, launched with torchrun")
+
+
+def _add_pretrain(commands) -> None:
+    pretrain_commands = _command_group(commands, "pretrain", "MAE pre-training, non-private and DP")
     mae = pretrain_commands.add_parser(
         "mae", help="masked-autoencoder pre-training on webdataset shards ((Syn)-ViP)",
         description="Resumes from OUT/work/state.pt if present; writes OUT/model.pt and OUT/metrics.jsonl.",
     )
-    mae.add_argument("--settings", required=True, help="YAML/JSON of pre-training settings (keys of pretrain.syn_vip in config/schema.yaml)")
-    mae.add_argument("--size", required=True, help=f"MAE size ({', '.join(MAE_SIZES)}) or <size>_dec<depth>")
-    mae.add_argument("--data", required=True, help="index.json of the training shards")
-    mae.add_argument("--out", required=True, help="run folder")
-    mae.add_argument("--procs", type=_positive_int, default=1, help="processes (GPUs) on this node, launched with torchrun")
+    _training_arguments(mae, "pretrain.syn_vip")
     mae.set_defaults(handler=cmd_pretrain_mae)
+    dp_mae = pretrain_commands.add_parser(
+        "dp-mae", help="DP masked-autoencoder training with Poisson sampling and DP-AdamW (ViP)",
+        description="Calibrates sigma for (epsilon, delta, q, T), then trains; resumes from OUT/work/state.pt "
+        "(refusing another q, sigma or C); writes OUT/model.pt (with the privacy ledger) and OUT/metrics.jsonl.",
+    )
+    _training_arguments(dp_mae, "dp_pretrain.settings")
+    dp_mae.add_argument("--init", help="MAE checkpoint to start from (a (Syn)-ViP model.pt); default: random initialisation")
+    dp_mae.set_defaults(handler=cmd_pretrain_dp_mae)
 
 
 def _add_bench(commands) -> None:

@@ -34,21 +34,34 @@ def read_mae(path: str | Path) -> dict:
     return payload
 
 
-def load_mae(path: str | Path, expected: MAESettings | None = None, device: str | torch.device = "cpu") -> tuple[MaskedAutoencoder, dict]:
+def load_mae(path: str | Path, expected: MAESettings | None = None, device: str | torch.device = "cpu", decoder_may_differ: bool = False) -> tuple[MaskedAutoencoder, dict]:
     """(model, record) from `path`; with `expected`, refuse a checkpoint of another shape.
 
     The model takes the checkpoint's architecture and `expected`'s mask ratio and loss
     settings (a DP stage may mask differently from the synthetic stage it starts from).
+    With `decoder_may_differ`, a checkpoint whose decoder depth differs is accepted: every
+    tensor of matching name and shape is loaded (the encoder, the decoder's embedding, norm,
+    head and first blocks) and the other decoder blocks keep their fresh initialisation;
+    the record then lists them under "initialised_fresh".
     """
     payload = read_mae(path)
     stored = payload["settings"]
     settings = MAESettings(**stored)
+    fresh: list[str] = []
     if expected is not None:
         have, want = architecture(settings), architecture(expected)
         for key in have:
-            if have[key] != want[key]:
+            if have[key] != want[key] and not (decoder_may_differ and key == "decoder_depth"):
                 raise DpvipInputError(f"checkpoint {path} holds an MAE with {key} {have[key]!r}, not {want[key]!r}")
         settings = expected
     model = MaskedAutoencoder(settings)
-    model.load_state_dict(payload["model"])
-    return model.to(device), payload["record"]
+    weights = payload["model"]
+    if decoder_may_differ:
+        own = model.state_dict()
+        fresh = sorted(k for k in own if k not in weights or weights[k].shape != own[k].shape)
+        weights = {k: v for k, v in weights.items() if k in own and v.shape == own[k].shape}
+        model.load_state_dict(weights, strict=False)
+    else:
+        model.load_state_dict(weights)
+    record = payload["record"] | ({"initialised_fresh": fresh} if fresh else {})
+    return model.to(device), record

@@ -18,6 +18,7 @@ import torch
 
 from dpvip.errors import DpvipInputError
 from dpvip.files import sha256
+from dpvip.synthetic.shards import write_json
 from dpvip.models.checkpoint import load_mae
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum
@@ -37,15 +38,17 @@ class DPMAETraining(MAERun):
 
     def __init__(self, settings: DPPretrainSettings, data_index: str | Path, run_dir: str | Path, init: str | Path | None = None, progress: bool = True):
         super().__init__(settings, data_index, run_dir, progress)
-        examples = len(self.reader)
+        examples = settings.examples_of(len(self.reader))
         self.sample_rate = settings.sample_rate(examples)
         self.ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta_for(examples), settings.clip_norm)
         self.init = Path(init) if init is not None else None
+        self.initialised_fresh: list[str] = []
         if self.init is None:
             torch.manual_seed(settings.seed)
             self.model = MaskedAutoencoder(settings.model).to(self.dist.device)
         else:
-            self.model, _ = load_mae(self.init, settings.model, self.dist.device)
+            self.model, loaded = load_mae(self.init, settings.model, self.dist.device, decoder_may_differ=True)
+            self.initialised_fresh = loaded.get("initialised_fresh", [])
         self.clipper = ClippedGradientSum(self.model, settings.clip_norm)
         self.optimizer = make_optimizer(settings.optimizer, self.clipper.params, settings.lr, settings.weight_decay, settings.betas, settings.momentum, settings.adam_eps)
         self.scheduler = warmup_cosine(self.optimizer, settings.steps, min(settings.warmup_steps, settings.steps), settings.min_lr)
@@ -75,7 +78,8 @@ class DPMAETraining(MAERun):
         return {"epsilon": self.ledger.epsilon_spent(), "delta": self.ledger.delta, "noise_multiplier": self.ledger.noise_multiplier} | self.last
 
     def final_record(self) -> dict:
-        return {"privacy": self.ledger.record(), "init": str(self.init) if self.init else "random"}
+        init = {"init": str(self.init) if self.init else "random", "initialised_fresh": self.initialised_fresh}
+        return {"privacy": self.ledger.record(), "examples": self.sampler.num_samples} | init
 
     # --- the DP step ------------------------------------------------------------------------
     def train_step(self, images: torch.Tensor, noise: torch.Tensor) -> tuple[float, int]:
@@ -100,6 +104,13 @@ class DPMAETraining(MAERun):
         loss_sum, count, clipped = totals.tolist()
         self.last = {"batch_size": int(count), "clipped_fraction": clipped / max(count, 1)}
         return loss_sum, int(count)
+
+
+    def finish(self) -> dict:
+        record = super().finish()
+        if self.dist.is_main:  # the ledger alone, for tables and figures that do not load torch
+            write_json(record["privacy"] | {"examples": record["examples"], "init": record["init"]}, self.run_dir / "privacy.json")
+        return record
 
 
 def dp_train_mae(settings: DPPretrainSettings, data_index: str | Path, run_dir: str | Path, init: str | Path | None = None, progress: bool = True) -> dict:

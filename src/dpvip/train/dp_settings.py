@@ -32,6 +32,7 @@ class DPPretrainSettings:
     accountant: str = "rdp"
     crop_scale: tuple[float, float] = (0.2, 1.0)
     seed: int = 0
+    examples: int | None = None  # train on the first `examples` of the dataset (None: all)
     # How the run is carried out; none of these change the result.
     micro_batch: int = 32  # examples per forward/backward pass: bounds memory
     checkpoint_every: int = 100
@@ -47,6 +48,8 @@ class DPPretrainSettings:
         return settings
 
     def check(self) -> None:
+        if self.examples is not None and (int(self.examples) != self.examples or self.examples < 1):
+            raise DpvipInputError(f"examples {self.examples} must be a positive integer")
         for key in ("steps", "batch_size", "micro_batch"):
             if int(getattr(self, key)) != getattr(self, key) or getattr(self, key) < 1:
                 raise DpvipInputError(f"{key} {getattr(self, key)} must be a positive integer")
@@ -61,8 +64,16 @@ class DPPretrainSettings:
         if self.delta is not None and not 0 < self.delta < 1:
             raise DpvipInputError(f"delta {self.delta} is outside (0, 1)")
 
+    def examples_of(self, dataset_examples: int) -> int:
+        """n: the dataset's examples, or the first `examples` of them."""
+        if self.examples is None:
+            return dataset_examples
+        if self.examples > dataset_examples:
+            raise DpvipInputError(f"examples {self.examples} exceeds the {dataset_examples} examples of the dataset")
+        return self.examples
+
     def sample_rate(self, examples: int) -> float:
-        """q = B / n for a dataset of `examples`; refuses a batch larger than the dataset."""
+        """q = B / n for n = `examples`; refuses a batch larger than the dataset."""
         if self.batch_size > examples:
             raise DpvipInputError(f"batch_size {self.batch_size} exceeds the {examples} examples of the dataset")
         return self.batch_size / examples

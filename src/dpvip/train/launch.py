@@ -27,3 +27,14 @@ def run_torchrun(nproc: int, cli_args: list[str]) -> None:
     process = subprocess.run(torchrun_command(nproc, cli_args), env=env, stdout=sys.stdout, stderr=sys.stderr)
     if process.returncode:
         raise RuntimeError(f"torchrun with {nproc} processes exited with status {process.returncode}")
+
+
+def run_torchrun_with_settings(nproc: int, command: list[str], run_dir: str | Path, values: dict, arguments: list[str]) -> None:
+    """`dpvip COMMAND --settings RUN_DIR/settings.yaml ARGUMENTS` as `nproc` processes: a
+    workflow job's settings travel to the ranks as a file in the run folder."""
+    import yaml
+
+    settings_file = Path(run_dir) / "settings.yaml"
+    settings_file.parent.mkdir(parents=True, exist_ok=True)
+    settings_file.write_text(yaml.safe_dump(dict(values)))
+    run_torchrun(nproc, [*command, "--settings", str(settings_file), *arguments])
