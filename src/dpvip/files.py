@@ -1,5 +1,5 @@
-"""File helpers shared by the stages: atomic writes, content hashes, Snakemake benchmark
-records."""
+"""File helpers shared by the stages: output folders, atomic writes, content hashes,
+Snakemake benchmark records."""
 
 from __future__ import annotations
 
@@ -9,6 +9,20 @@ import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+
+from dpvip.errors import DpvipInputError
+
+
+def writable_target(path: str | Path) -> Path:
+    """`path`, once its folder exists and is writable; otherwise a one-line error naming it."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise DpvipInputError(f"cannot create output folder {path.parent}: {err.strerror}") from None
+    if not os.access(path.parent, os.W_OK):
+        raise DpvipInputError(f"output folder {path.parent} is not writable")
+    return path
 
 
 @contextlib.contextmanager

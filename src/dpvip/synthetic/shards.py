@@ -10,7 +10,6 @@ fixed mtime, so the same shard has the same bytes on every run.
 from __future__ import annotations
 
 import json
-import os
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dpvip.errors import DpvipInputError
-from dpvip.files import atomic_target, sha256
+from dpvip.files import atomic_target, sha256, writable_target
 from dpvip.synthetic.spec import DatasetSpec
 
 KEY_DIGITS = 9
@@ -37,22 +36,12 @@ def shard_name(shard: int) -> str:
     return shard_stem(shard) + ".tar"
 
 
-def _writable_target(path: Path) -> Path:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise DpvipInputError(f"cannot create output folder {path.parent}: {err.strerror}") from None
-    if not os.access(path.parent, os.W_OK):
-        raise DpvipInputError(f"output folder {path.parent} is not writable")
-    return path
-
-
 def write_shard(spec: DatasetSpec, shard: int, path: str | Path, device: str = "cpu", progress: bool = True) -> int:
     """Render shard `shard` of `spec` into `path`; returns the number of samples written."""
     import webdataset as wds
 
     indices = spec.shard_range(shard)
-    path = _writable_target(Path(path))
+    path = writable_target(path)
     generator = spec.generator(device)
     shared = {"dataset": spec.name, "family": spec.family, "seed": spec.seed, "resolution": spec.resolution}
     written = 0
@@ -100,7 +89,7 @@ def build_index(spec: DatasetSpec, shard_paths: list[str | Path]) -> dict:
 def claim_folder(spec: DatasetSpec, folder: str | Path) -> None:
     """Record `spec` in `folder/dataset.json`, refusing a folder that holds another dataset:
     resuming must never mix shards generated with different settings."""
-    record = _writable_target(Path(folder) / "dataset.json")
+    record = writable_target(Path(folder) / "dataset.json")
     if record.exists():
         if json.loads(record.read_text()) != spec.describe():
             raise DpvipInputError(f"{folder} holds a dataset generated with other settings ({record}); use another output folder")
@@ -110,7 +99,7 @@ def claim_folder(spec: DatasetSpec, folder: str | Path) -> None:
 
 def write_json(record: dict, path: str | Path) -> None:
     """Write `record` as JSON through a temporary file, so a crash leaves no half file."""
-    with atomic_target(_writable_target(Path(path))) as partial:
+    with atomic_target(writable_target(path)) as partial:
         partial.write_text(json.dumps(record, indent=1) + "\n")
 
 
