@@ -13,6 +13,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from dpvip.data.cli import add_data_commands
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS as ACCOUNTANT_CHOICES
 
@@ -298,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_synthetic(commands)
     _add_pretrain(commands)
     _add_bench(commands)
+    add_data_commands(commands)
     return parser
 
 
