@@ -17,6 +17,7 @@ include: "rules/privacy.smk"
 include: "rules/synthetic.smk"
 include: "rules/data.smk"
 include: "rules/pretrain.smk"
+include: "rules/dp_pretrain.smk"
 include: "rules/tables.smk"
 include: "rules/figures.smk"
 include: "rules/bundle.smk"
@@ -30,3 +31,7 @@ rule all:
         [path for shards in SYNTHETIC_SHARDS.values() for path in shards],
         # every (Syn)-ViP checkpoint, which later stages start from
         [f"{syn_vip_run(model)}/model.pt" for model in SYN_VIP["models"]],
+        # every LAION-format shard of the embedded stand-in, regenerated alone if lost
+        LAION_SHARDS,
+        # every DP run's checkpoint, which the evaluations start from
+        [f"{dp_run(name)}/model.pt" for name in DP_RUNS],

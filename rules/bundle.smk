@@ -4,12 +4,14 @@ BUNDLE_TABLES = [
     *table_files("privacy_audit"),
     *table_files("synthetic_datasets"),
     *table_files("vip_table3"),
+    *table_files("vip_dp_runs"),
 ]
 BUNDLE_FIGURES = [
     *figure_files("vip_figure6"),
     *figure_files("synthetic_samples"),
     *figure_files("syn_vip_loss"),
     *figure_files("syn_vip_reconstructions"),
+    *[path for figure in DP_FIGURES for path in figure_files(figure)],
 ]
 
 

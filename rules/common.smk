@@ -93,3 +93,41 @@ except DpvipInputError as err:
 
 def syn_vip_run(model):
     return f"{PRETRAIN}/syn_vip_{model}"
+
+
+# DP pre-training runs (ViP step 2): the main runs and the ablations, checked here.
+from dpvip.train.dp_runs import expand_runs, figure_runs
+
+DP_PRETRAIN = f"{RESULTS}/dp_pretrain"
+DP = config["dp_pretrain"]
+DP_DATASET_EXAMPLES = config.get("data", {}).get(DP["dataset"], {}).get("images")
+try:
+    DP_RUNS = expand_runs(DP, SYN_VIP["models"], DP_DATASET_EXAMPLES)
+except DpvipInputError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
+DP_FIGURES = {
+    name: runs
+    for name, runs in figure_runs(DP, DP_RUNS, DP_DATASET_EXAMPLES).items()
+    if runs
+}
+
+
+def dp_run(name):
+    return f"{DP_PRETRAIN}/{name}"
+
+
+def dp_run_inputs(wildcards):
+    """The private dataset's index, and the (Syn)-ViP checkpoint the run starts from."""
+    inputs = {"index": f"{RESULTS}/data/{DP['dataset']}/index.json"}
+    init = DP_RUNS[wildcards.run].init
+    if init is not None:
+        inputs["init"] = f"{syn_vip_run(init)}/model.pt"
+    return inputs
+
+
+def dp_figure_inputs(wildcards):
+    return [
+        f"{dp_run(name)}/{kind}"
+        for name in DP_FIGURES[wildcards.figure]
+        for kind in ("metrics.jsonl", "privacy.json")
+    ]

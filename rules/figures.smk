@@ -91,3 +91,28 @@ rule figure_syn_vip_reconstructions:
         ENV
     script:
         "../workflow_scripts/figure_syn_vip_reconstructions.py"
+
+
+rule figure_vip_dp_loss:
+    input:
+        dp_figure_inputs,
+    output:
+        report(
+            figure_files("{figure}"),
+            caption="../report/vip_dp_loss.rst",
+            category="Figures",
+            subcategory="DP pre-training",
+        ),
+    log:
+        f"{LOGS}/{{figure}}.log",
+    benchmark:
+        f"{BENCHMARKS}/{{figure}}.tsv"
+    wildcard_constraints:
+        figure="|".join(DP_FIGURES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        runs=lambda wildcards: DP_FIGURES[wildcards.figure],
+    script:
+        "../workflow_scripts/figure_vip_dp_loss.py"

@@ -72,3 +72,26 @@ rule table_vip_table3:
         patch_size=SYN_VIP["patch_size"],
     script:
         "../workflow_scripts/table_vip_table3.py"
+
+
+rule table_vip_dp_runs:
+    input:
+        paper_values=workflow_path(f"{config['paper_values']}/vip.csv"),
+        privacy=[f"{dp_run(name)}/privacy.json" for name in DP_RUNS],
+        metrics=[f"{dp_run(name)}/metrics.jsonl" for name in DP_RUNS],
+    output:
+        report(
+            table_files("vip_dp_runs"),
+            caption="../report/vip_dp_runs.rst",
+            category="Tables",
+            subcategory="ViP",
+        ),
+    log:
+        f"{LOGS}/table_vip_dp_runs.log",
+    benchmark:
+        f"{BENCHMARKS}/table_vip_dp_runs.tsv"
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../workflow_scripts/table_vip_dp_runs.py"

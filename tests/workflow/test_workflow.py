@@ -48,17 +48,26 @@ COMMON_JOBS = {
     "table_vip_table3": 1,
     "figure_syn_vip_loss": 1,
     "figure_syn_vip_reconstructions": 1,
+    "table_vip_dp_runs": 1,
+    "figure_vip_dp_loss": 5,  # ViP Figures 3a, 3b, 4a, 4b and 7
     "bundle_report": 1,
     "bundle": 1,
     "all": 1,
 }
-# 3 datasets x 4 shards of 512 images
-# ... and one (Syn)-ViP run (micro)
-ALL_JOBS = COMMON_JOBS | {"synthetic_shard": 12, "synthetic_index": 3, "syn_vip": 1, "syn_vip_reconstructions": 1}
+# 3 datasets x 4 shards of 512 images, (Syn)-ViP micro and pico, the LAION stand-in
+# (8 shards of 512 crops), and DP runs: vip_micro, vip_pico, both from random
+# initialisation, and micro's dataset-size, batch, decoder and mask-ratio ablations
+ALL_JOBS = COMMON_JOBS | {
+    "synthetic_shard": 12, "synthetic_index": 3, "syn_vip": 2, "syn_vip_reconstructions": 2,
+    "laion_natural_shard": 8, "laion_index": 1, "dp_mae": 8,
+}
 # Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
-# ... and (Syn)-ViP for the five sizes of ViP Table 3
+# ... (Syn)-ViP for the five sizes of ViP Table 3, LAION-233M indexed where it lies, and
+# ViP's DP runs: 5 sizes from (Syn)-ViP and 5 from random initialisation, 2 dataset sizes,
+# 2 batch sizes, 3 decoder depths, 2 mask ratios
 PAPER_JOBS = COMMON_JOBS | {
     "synthetic_shard": 210 + 21 + 260 + 21, "synthetic_index": 4, "syn_vip": 5, "syn_vip_reconstructions": 5,
+    "laion_index": 1, "dp_mae": 5 + 5 + 2 + 2 + 3 + 2,
 }
 
 
@@ -77,6 +86,8 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     # each (Syn)-ViP run asks Slurm for one node's 8 GPUs (torchrun starts one process each)
     syn_vip_jobs = re.findall(r"rule syn_vip:\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(syn_vip_jobs) == 5 and all("gpu=8" in resources for resources in syn_vip_jobs)
+    dp_jobs = re.findall(r"rule dp_mae:\n(?:    .*\n)*?    resources: (.*)", done.output)
+    assert len(dp_jobs) == 19 and all("gpu=8" in resources and "runtime=2880" in resources for resources in dp_jobs)
 
 
 def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_path):
@@ -107,6 +118,24 @@ def test_invalid_pretraining_stops_before_any_job_naming_the_value(tmp_path, set
     assert done.returncode != 0
     assert message in done.output
     assert "Job stats" not in done.output
+
+
+@pytest.mark.parametrize(
+    "section, message",
+    [
+        ("settings: {batch_size: 100000}", "dp_pretrain run vip_micro: batch_size 100000 exceeds the 4096 examples"),
+        ("ablations: {model_size: [mini]}", "dp_pretrain run vip_mini starts from (Syn)-ViP 'mini', which pretrain.syn_vip.models does not train"),
+        ("ablations: {dataset_size: [100]}", "dp_pretrain run vip_micro_n100: batch_size 256 exceeds the 100 examples"),
+        ("settings: {sigma: 0.5}", "sigma"),
+        ("ablation_model: nano", "dp_pretrain.ablation_model 'nano' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size"),
+    ],
+)
+def test_invalid_dp_pretraining_stops_before_any_job_naming_the_value(tmp_path, section, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"dp_pretrain:\n  {section}\n")
+    done = snakemake(tmp_path, "-n", "--configfile", str(bad))
+    assert done.returncode != 0
+    assert message in done.output and "Job stats" not in done.output
 
 
 def test_lint_is_clean(tmp_path):
@@ -143,6 +172,8 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
         "tables/synthetic_datasets.csv", "figures/synthetic_samples.png", "figures/synthetic_samples.pdf",
         "figures/vip_figure6.png", "figures/vip_figure6.pdf", "report/report.html", "provenance.json",
         "tables/vip_table3.csv", "figures/syn_vip_loss.png", "figures/syn_vip_reconstructions.png",
+        "tables/vip_dp_runs.csv", "figures/vip_figure3a.png", "figures/vip_figure3b.pdf", "figures/vip_figure4a.png",
+        "figures/vip_figure4b.png", "figures/vip_figure7.png",
     ):
         assert (bundle / name).is_file(), name
 
@@ -155,6 +186,13 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
     assert record["steps"] == 8 * (2048 // 128) and record["skipped_samples"] == 0
     losses = [r["loss"] for r in read_metrics(run / "metrics.jsonl")]
     assert losses[-1] < 0.5 * losses[0]
+    # ViP's DP run starts from (Syn)-ViP on the LAION stand-in and spends at most its budget.
+    vip = tmp_path / "results/dp_pretrain/vip_micro"
+    _, dp_record = load_mae(vip / "model.pt", MAESettings("micro", image_size=32, patch_size=4))
+    ledger = dp_record["privacy"]
+    assert dp_record["init"].endswith("syn_vip_micro/model.pt") and dp_record["examples"] == 4096
+    assert ledger["steps_done"] == 16 and ledger["delta"] == 1 / 8192 and 7.9 < ledger["epsilon_spent"] <= 8.0
+    assert [r["step"] for r in read_metrics(vip / "metrics.jsonl")][-1] == 16
     # A lost checkpoint is not retrained: the run resumes from its final state and writes
     # the same weights again.
     weights = torch.load(run / "model.pt")["model"]

@@ -42,6 +42,7 @@ MAE_SIZES = {
     "base": MAESize(768, 12, 12, paper_parameters=99.0),
     "large": MAESize(1024, 24, 16, paper_parameters=233.3),
     # CPU sizes for the embedded default (32 px images, patch 4).
+    "pico": MAESize(64, 2, 2, decoder_width=32, decoder_depth=1, decoder_heads=2),
     "micro": MAESize(96, 4, 3, decoder_width=64, decoder_depth=2, decoder_heads=4),
     "mini": MAESize(192, 6, 3, decoder_width=128, decoder_depth=2, decoder_heads=4),
 }

@@ -6,20 +6,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-def loss_curves(runs: dict[str, list[dict]], title: str) -> plt.Figure:
-    """Training loss (and learning rate, lighter, on a second axis) against epochs, per run."""
+def loss_curves(runs: dict[str, list[dict]], title: str, x: str = "epoch", x_label: str = "epoch", legend: str = "model") -> plt.Figure:
+    """Training loss (and learning rate, lighter, on a second axis) against `x`, per run."""
     figure, loss_axis = plt.subplots(figsize=(6.4, 4.0))
     lr_axis = loss_axis.twinx()
     for colour, (name, records) in zip(plt.cm.tab10.colors, runs.items()):
-        epochs = [r["epoch"] for r in records]
-        loss_axis.plot(epochs, [r["loss"] for r in records], color=colour, label=name)
-        lr_axis.plot(epochs, [r["lr"] for r in records], color=colour, alpha=0.3, linestyle="--")
-    loss_axis.set_xlabel("epoch")
+        xs = [r[x] for r in records]
+        loss_axis.plot(xs, [r["loss"] for r in records], color=colour, label=name)
+        lr_axis.plot(xs, [r["lr"] for r in records], color=colour, alpha=0.3, linestyle="--")
+    loss_axis.set_xlabel(x_label)
     loss_axis.set_ylabel("MAE loss (masked patches)")
     lr_axis.set_ylabel("learning rate (dashed)")
     loss_axis.set_title(title)
     loss_axis.grid(alpha=0.3)
-    loss_axis.legend(title="model", loc="upper right")
+    loss_axis.legend(title=legend, loc="upper right")
     return figure
 
 

@@ -1,0 +1,84 @@
+"""The DP runs a config asks for: main runs and ViP's ablations, named, deduplicated and
+checked before any job; and the runs each loss figure compares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dpvip.errors import DpvipInputError
+from dpvip.train.dp_runs import expand_runs, figure_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = {"image_size": 32, "patch_size": 4, "steps": 24, "batch_size": 512, "warmup_steps": 4}
+
+
+def section(**changes) -> dict:
+    return {"dataset": "laion", "models": ["micro"], "settings": SETTINGS} | changes
+
+
+def test_every_ablation_becomes_a_named_run():
+    ablations = {
+        "dataset_size": [2048, 4096, 8192],  # 8192: the whole dataset, i.e. the main run
+        "random_init": ["micro"],
+        "model_size": ["micro", "mini"],
+        "batch_size": [128, 512],  # 512: the main run's
+        "decoder_depth": [1, 2],  # 2: micro's own
+        "mask_ratio": [0.5, 0.75],  # 0.75: the default
+    }
+    runs = expand_runs(section(ablations=ablations), ["micro", "mini"], 8192)
+    assert sorted(runs) == sorted(
+        ["vip_micro", "vip_mini", "vip_micro_random", "vip_micro_n2048", "vip_micro_n4096", "vip_micro_b128", "vip_micro_dec1", "vip_micro_mask50"]
+    )
+    assert runs["vip_micro_random"].init is None and runs["vip_mini"].init == "mini"
+    assert runs["vip_micro_dec1"].model == "micro_dec1" and runs["vip_micro_dec1"].init == "micro"
+    assert runs["vip_micro_n2048"].values["examples"] == 2048
+    assert runs["vip_micro_mask50"].values["mask_ratio"] == 0.5
+
+
+def test_batch_ablation_keeps_the_number_of_per_example_gradients():
+    runs = expand_runs(section(ablations={"batch_size": [128, 256]}), ["micro"], 8192)
+    for name, batch in (("vip_micro_b128", 128), ("vip_micro_b256", 256)):
+        values = runs[name].values
+        assert values["batch_size"] * values["steps"] == 512 * 24
+        assert values["warmup_steps"] == round(4 * values["steps"] / 24)
+
+
+def test_the_paper_config_expands_to_vip_s_runs():
+    paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    runs = expand_runs(paper["dp_pretrain"], paper["pretrain"]["syn_vip"]["models"], 233_000_000)
+    assert runs["vip_base"].values["batch_size"] == 98304 and runs["vip_base"].values["steps"] == 6100
+    assert runs["vip_base_b8192"].values["steps"] == 73200 and runs["vip_base_b32768"].values["steps"] == 18300
+    assert {"vip_base_n2000000", "vip_base_n23000000", "vip_base_dec1", "vip_base_dec8", "vip_base_mask25"} <= set(runs)
+    assert {f"vip_{m}_random" for m in ("nano", "tiny", "small", "base", "large")} <= set(runs)
+    figures = figure_runs(paper["dp_pretrain"], runs, 233_000_000)
+    assert figures["vip_figure3a"] == ["vip_base_n2000000", "vip_base_n23000000", "vip_base"]
+    assert figures["vip_figure4b"] == ["vip_base_b8192", "vip_base_b32768", "vip_base"]
+    assert figures["vip_figure4a"] == [f"vip_{m}" for m in ("base", "nano", "tiny", "small", "large")]
+
+
+def test_a_run_from_a_syn_vip_model_that_is_not_trained_is_refused():
+    with pytest.raises(DpvipInputError, match="vip_mini starts from \\(Syn\\)-ViP 'mini', which pretrain.syn_vip.models does not train"):
+        expand_runs(section(ablations={"model_size": ["mini"]}), ["micro"], 8192)
+
+
+def test_a_run_whose_batch_exceeds_its_examples_is_refused_by_name():
+    with pytest.raises(DpvipInputError, match="dp_pretrain run vip_micro_n256: batch_size 512 exceeds the 256 examples"):
+        expand_runs(section(ablations={"dataset_size": [256]}), ["micro"], 8192)
+
+
+def test_an_unknown_setting_is_refused_by_name():
+    with pytest.raises(DpvipInputError, match="dp_pretrain run vip_micro: setting 'sigma' is not known"):
+        expand_runs(section(settings=SETTINGS | {"sigma": 0.5}), ["micro"], 8192)
+
+
+def test_the_ablation_model_must_be_a_main_model():
+    with pytest.raises(DpvipInputError, match="ablation_model 'mini' is not one of dp_pretrain.models"):
+        expand_runs(section(ablation_model="mini"), ["micro", "mini"], 8192)
+
+
+def test_without_a_known_dataset_size_every_dataset_point_is_a_run():
+    runs = expand_runs(section(ablations={"dataset_size": [2048]}), ["micro"], None)
+    assert "vip_micro_n2048" in runs

@@ -1,0 +1,20 @@
+"""One DP MAE run (ViP step 2), in this process or under torchrun (one process per GPU)."""
+
+from pathlib import Path
+
+import torch
+
+from dpvip.logs import logging_to
+from dpvip.train.dp_mae import dp_train_mae
+from dpvip.train.dp_settings import DPPretrainSettings
+from dpvip.train.launch import run_torchrun_with_settings
+
+with logging_to(snakemake.log[0]):
+    torch.set_num_threads(snakemake.threads)
+    run, model, values = Path(snakemake.params.run), snakemake.params.model, snakemake.params.settings
+    init = snakemake.input.get("init")
+    if snakemake.params.processes == 1:
+        dp_train_mae(DPPretrainSettings.from_config(values, model), snakemake.input.index, run, init)
+    else:
+        arguments = ["--size", model, "--data", snakemake.input.index, "--out", str(run), *(["--init", init] if init else [])]
+        run_torchrun_with_settings(snakemake.params.processes, ["pretrain", "dp-mae"], run, values, arguments)
