@@ -2,9 +2,10 @@
 backward pass.
 
 Every layer that owns trainable parameters is watched during the forward pass: its input
-(activations) and output are kept. One backward pass then asks autograd for the gradient of
-the summed per-example losses with respect to those outputs only (backprops), so autograd
-never forms the unclipped parameter gradient. From activations and backprops, per layer:
+(activations) and its output's gradient edge are kept (not the output tensor, which is
+freed as usual). One backward pass then asks autograd for the gradient of the summed
+per-example losses with respect to those outputs only (backprops), so autograd never forms
+the unclipped parameter gradient. From activations and backprops, per layer:
 
 - Linear layers (most of a ViT's parameters), with T tokens, `in` inputs and `out` outputs:
   when T (in + out) < in * out, each example's squared weight-gradient norm ||G_i^T A_i||^2
@@ -43,10 +44,10 @@ def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
 
 @dataclass
 class _Call:
-    """One layer's forward call: its input and output, then its backprops."""
+    """One layer's forward call: its input and its output's gradient edge, then its backprops."""
 
     activations: torch.Tensor
-    output: torch.Tensor
+    output: torch.autograd.graph.GradientEdge  # not the tensor: that is freed as usual
     backprops: torch.Tensor | None = None
     parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
 
@@ -56,35 +57,45 @@ def _as_tokens(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.reshape(tensor.shape[0], -1, tensor.shape[-1]).float()
 
 
-def _linear_squared_norms(layer: nn.Linear, call: _Call) -> torch.Tensor:
+def _squares(per_example: torch.Tensor) -> torch.Tensor:
+    """Per-example squared L2 norms, in one fused reduction (no squared temporary)."""
+    return torch.linalg.vector_norm(per_example.reshape(per_example.shape[0], -1), dim=1).square()
+
+
+def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
     a, g = _as_tokens(call.activations), _as_tokens(call.backprops)
     tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
-    squared = torch.zeros(a.shape[0], device=a.device)
+    squared = []
     if layer.weight.requires_grad:
         if tokens * (fan_in + fan_out) < fan_in * fan_out:
-            squared += (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
+            batch = a.shape[0]
+            squared.append(torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).view(batch, -1), torch.bmm(g, g.transpose(1, 2)).view(batch, -1)))
             call.parts["weight"] = ("ghost", a, g)
         else:
             per_example = torch.bmm(g.transpose(1, 2), a)
-            squared += per_example.pow(2).sum((1, 2))
+            squared.append(_squares(per_example))
             call.parts["weight"] = ("formed", per_example)
     if layer.bias is not None and layer.bias.requires_grad:
         per_example = g.sum(1)
-        squared += per_example.pow(2).sum(1)
+        squared.append(_squares(per_example))
         call.parts["bias"] = ("formed", per_example)
     return squared
 
 
-def _linear_clipped_sum(layer: nn.Linear, call: _Call, factors: torch.Tensor) -> dict:
-    sums = {}
+def _linear_add_clipped_sum(layer: nn.Linear, call: _Call, factors: torch.Tensor, sums: dict) -> None:
+    """Adds the layer's clipped sums into `sums[param]` (fp32, in place, no temporaries)."""
     for name, part in call.parts.items():
+        total = sums[getattr(layer, name)]
         if part[0] == "ghost":
             a, g = part[1], part[2]
-            weighted = g * factors[:, None, None]
-            sums[getattr(layer, name)] = weighted.reshape(-1, g.shape[2]).T @ a.reshape(-1, a.shape[2])
+            if a.shape[2] < g.shape[2]:  # scale the smaller operand
+                a = a * factors[:, None, None]
+            else:
+                g = g * factors[:, None, None]
+            total.addmm_(g.reshape(-1, g.shape[2]).T, a.reshape(-1, a.shape[2]))
         else:
-            sums[getattr(layer, name)] = torch.tensordot(factors, part[1], dims=1)
-    return sums
+            per_example = part[1]
+            total.view(-1).addmv_(per_example.reshape(per_example.shape[0], -1).T, factors)
 
 
 def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
@@ -92,20 +103,18 @@ def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
     sampler = GradSampleModule.GRAD_SAMPLERS[type(layer)]
     per_example = sampler(layer, [call.activations], call.backprops)
     call.parts = {param: grad.float() for param, grad in per_example.items()}
-    squared = torch.zeros(call.activations.shape[0], device=call.activations.device)
-    for grad in call.parts.values():
-        squared += grad.flatten(1).pow(2).sum(1)
-    return squared
+    return [_squares(grad) for grad in call.parts.values()]
 
 
-def _sampled_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor) -> dict:
-    return {param: torch.tensordot(factors, grad, dims=1) for param, grad in call.parts.items()}
+def _sampled_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor, sums: dict) -> None:
+    for param, grad in call.parts.items():
+        sums[param].view(-1).addmv_(grad.reshape(grad.shape[0], -1).T, factors)
 
 
 def _rules(layer: nn.Module):
     if isinstance(layer, nn.Linear):
-        return _linear_squared_norms, _linear_clipped_sum
-    return _sampled_squared_norms, _sampled_clipped_sum
+        return _linear_squared_norms, _linear_add_clipped_sum
+    return _sampled_squared_norms, _sampled_add_clipped_sum
 
 
 class ClippedGradientSum:
@@ -122,6 +131,8 @@ class ClippedGradientSum:
         self._recording = False
         self._handles = [layer.register_forward_hook(self._keep) for layer in self.layers]
         self.sums = [torch.zeros_like(p, dtype=torch.float32) for p in self.params]
+        self._sum_of = {param: total for param, total in zip(self.params, self.sums)}
+        self._layer_rules = {layer: _rules(layer) for layer in self.layers}
         self.examples = 0
 
     def _watched_layers(self) -> list[nn.Module]:
@@ -146,7 +157,8 @@ class ClippedGradientSum:
             return
         if layer in self._calls:
             raise DpvipInputError(f"layer {type(layer).__name__} ran twice in one forward pass; per-example clipping needs one call per layer")
-        self._calls[layer] = _Call(inputs[0].detach(), output)
+        # The output's gradient edge, not the output: the tensor itself is freed as usual.
+        self._calls[layer] = _Call(inputs[0].detach(), torch.autograd.graph.get_gradient_edge(output))
 
     def add(self, per_example_losses: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Run `per_example_losses()` (a forward pass returning one loss per example), add the
@@ -161,20 +173,19 @@ class ClippedGradientSum:
         self._calls.clear()
         if losses.numel() == 0:
             return losses.detach(), losses.detach().float()
-        backprops = torch.autograd.grad(losses.sum(), [call.output for _, call in calls], allow_unused=True)
-        squared = torch.zeros(losses.shape[0], device=losses.device)
-        for (layer, call), grad in zip(calls, backprops):
-            call.output, call.backprops = None, grad  # drop the graph's reference early
-            if grad is not None:  # a layer the loss did not use contributes nothing
-                squared += _rules(layer)[0](layer, call)
+        backprops = list(torch.autograd.grad(losses.sum(), [call.output for _, call in calls], allow_unused=True))
+        squared = []
+        for k, (layer, call) in enumerate(calls):
+            call.output, call.backprops, backprops[k] = None, backprops[k], None  # one reference each
+            if call.backprops is not None:  # a layer the loss did not use contributes nothing
+                squared += self._layer_rules[layer][0](layer, call)
             call.activations = call.backprops = None  # `parts` keeps what the sum needs
-        norms = squared.sqrt()
+        norms = torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(losses.shape[0], device=losses.device)
         factors = clip_factors(norms, self.clip_norm)
-        position = {id(p): i for i, p in enumerate(self.params)}
         for layer, call in calls:
             if call.parts:
-                for param, total in _rules(layer)[1](layer, call, factors).items():
-                    self.sums[position[id(param)]] += total.reshape(param.shape)
+                self._layer_rules[layer][1](layer, call, factors, self._sum_of)
+            call.parts = {}
         self.examples += losses.shape[0]
         return losses.detach(), norms
 
