@@ -146,6 +146,19 @@ def reference_run(shaders_index, tmp_path_factory) -> Path:
     return folder / "run"
 
 
+def crash_on_call(monkeypatch, training_class, calls: int, error: type[BaseException] = RuntimeError) -> None:
+    """`training_class.train_step` raises on call number `calls` (before updating)."""
+    original, count = training_class.train_step, [0]
+
+    def train_step(self, *args):
+        count[0] += 1
+        if count[0] == calls:
+            raise error("simulated crash")
+        return original(self, *args)
+
+    monkeypatch.setattr(training_class, "train_step", train_step)
+
+
 def weights(run_dir: Path) -> dict[str, torch.Tensor]:
     return torch.load(run_dir / "model.pt", weights_only=True)["model"]
 

@@ -22,6 +22,7 @@ from dpvip.train.metrics import read_metrics
 from pretrain_data import (  # noqa: F401  (fixtures)
     SIZE,
     assert_identical,
+    crash_on_call,
     max_difference,
     one_thread,
     record,
@@ -61,18 +62,6 @@ def dp_run(shaders_index, reference_run, tmp_path_factory):
     return folder
 
 
-def crash_on_call(monkeypatch, calls: int) -> None:
-    original, count = DPMAETraining.train_step, [0]
-
-    def train_step(self, *args):
-        count[0] += 1
-        if count[0] == calls:
-            raise RuntimeError("simulated crash")
-        return original(self, *args)
-
-    monkeypatch.setattr(DPMAETraining, "train_step", train_step)
-
-
 def test_the_ledger_is_in_model_metrics_and_privacy_json(dp_run):
     ledger = record(dp_run)["privacy"]
     assert ledger["steps_done"] == ledger["planned_steps"] == 6
@@ -103,7 +92,7 @@ def test_another_decoder_depth_keeps_the_encoder_and_matching_decoder_blocks(sha
 
 
 def test_a_crashed_run_resumes_to_the_uninterrupted_one(dp_run, shaders_index, reference_run, tmp_path, monkeypatch):
-    crash_on_call(monkeypatch, 4)  # after the checkpoint at step 2, before step 4
+    crash_on_call(monkeypatch, DPMAETraining, 4)  # after the checkpoint at step 2, before step 4
     with pytest.raises(RuntimeError, match="simulated crash"):
         dp_train_mae(dp_settings(), shaders_index, tmp_path / "run", reference_run / "model.pt", progress=False)
     monkeypatch.undo()
@@ -121,7 +110,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_one(dp_run, shaders_index, r
     [({"clip_norm": 0.25}, "clip_norm"), ({"batch_size": 32}, "sample_rate"), ({"epsilon": 4.0}, "noise_multiplier")],
 )
 def test_resuming_with_another_mechanism_is_refused(shaders_index, tmp_path, monkeypatch, change, named):
-    crash_on_call(monkeypatch, 4)
+    crash_on_call(monkeypatch, DPMAETraining, 4)
     with pytest.raises(RuntimeError):
         dp_train_mae(dp_settings(), shaders_index, tmp_path / "run", progress=False)
     monkeypatch.undo()

@@ -22,6 +22,7 @@ from pretrain_data import (  # noqa: F401  (fixtures)
     STEPS,
     assert_identical,
     corrupt_index,
+    crash_on_call,
     max_difference,
     one_shard_index,
     record,
@@ -41,19 +42,6 @@ def settings(size: str = SIZE, **changes) -> PretrainSettings:
 def logged(run_dir) -> list[tuple[int, float, float]]:
     """(step, loss, lr) of each record: what must not depend on how the run was carried out."""
     return [(r["step"], r["loss"], r["lr"]) for r in read_metrics(run_dir / "metrics.jsonl")]
-
-
-def crash_after(monkeypatch, calls: int, error: type[BaseException] = RuntimeError) -> None:
-    """MAEPretraining.train_step raises on call number `calls` (before updating)."""
-    original, count = MAEPretraining.train_step, [0]
-
-    def train_step(self, *args):
-        count[0] += 1
-        if count[0] == calls:
-            raise error("simulated crash")
-        return original(self, *args)
-
-    monkeypatch.setattr(MAEPretraining, "train_step", train_step)
 
 
 def test_loss_falls_and_the_run_writes_model_and_metrics(reference_run):
@@ -83,7 +71,7 @@ def test_loss_falls_and_the_run_writes_model_and_metrics(reference_run):
 def test_a_crashed_run_resumes_to_the_uninterrupted_weights_bit_for_bit(reference_run, shaders_index, tmp_path, monkeypatch):
     run = tmp_path / "run"
     resumable = settings(checkpoint_every=6)  # states at steps 6 and 12; the crash is in step 10
-    crash_after(monkeypatch, 10)
+    crash_on_call(monkeypatch, MAEPretraining, 10)
     with pytest.raises(RuntimeError, match="simulated crash"):
         pretrain_mae(resumable, shaders_index, run, progress=False)
     assert checkpoint.load(run / "work" / "state.pt")["step"] == 6
@@ -199,7 +187,7 @@ def test_resumed_metrics_average_the_same_window_as_the_uninterrupted_run(one_sh
     1-4 (as the uninterrupted run logs it), not only the steps run since the resume."""
     small = settings(epochs=2, batch_size=32, log_every=4, checkpoint_every=3)
     pretrain_mae(small, one_shard_index, tmp_path / "whole", progress=False)
-    crash_after(monkeypatch, 6)
+    crash_on_call(monkeypatch, MAEPretraining, 6)
     with pytest.raises(RuntimeError):
         pretrain_mae(small, one_shard_index, tmp_path / "resumed", progress=False)
     monkeypatch.undo()

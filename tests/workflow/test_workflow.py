@@ -102,37 +102,23 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
 
 
 @pytest.mark.parametrize(
-    "settings, message",
+    "bad_config, message",
     [
-        ("dataset: nowhere", "'pretrain.syn_vip.dataset': 'nowhere' is not a synthetic dataset"),
-        ("gpus: 3", "pretrain.syn_vip.batch_size 128 does not divide over 3 processes (gpus)"),
-        ("batch_size: 4096", "pretrain.syn_vip.batch_size 4096 exceeds the 2048 images of dataset 'shaders'"),
-        ("models: [huge]", "MAE model 'huge' is not a registered size"),
-        ("patch_size: 5", "MAE image size 32 is not a multiple of patch size 5"),
+        ("pretrain: {syn_vip: {dataset: nowhere}}", "'pretrain.syn_vip.dataset': 'nowhere' is not a synthetic dataset"),
+        ("pretrain: {syn_vip: {gpus: 3}}", "pretrain.syn_vip.batch_size 128 does not divide over 3 processes (gpus)"),
+        ("pretrain: {syn_vip: {batch_size: 4096}}", "pretrain.syn_vip.batch_size 4096 exceeds the 2048 images of dataset 'shaders'"),
+        ("pretrain: {syn_vip: {models: [huge]}}", "MAE model 'huge' is not a registered size"),
+        ("pretrain: {syn_vip: {patch_size: 5}}", "MAE image size 32 is not a multiple of patch size 5"),
+        ("dp_pretrain: {settings: {batch_size: 100000}}", "dp_pretrain run vip_micro: batch_size 100000 exceeds the 4096 examples"),
+        ("dp_pretrain: {ablations: {model_size: [mini]}}", "dp_pretrain run vip_mini starts from (Syn)-ViP 'mini', which pretrain.syn_vip.models does not train"),
+        ("dp_pretrain: {ablations: {dataset_size: [100]}}", "dp_pretrain run vip_micro_n100: batch_size 256 exceeds the 100 examples"),
+        ("dp_pretrain: {settings: {sigma: 0.5}}", "sigma"),
+        ("dp_pretrain: {ablation_model: nano}", "dp_pretrain.ablation_model 'nano' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size"),
     ],
 )
-def test_invalid_pretraining_stops_before_any_job_naming_the_value(tmp_path, settings, message):
+def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path, bad_config, message):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(f"pretrain:\n  syn_vip:\n    {settings}\n")
-    done = snakemake(tmp_path, "-n", "--configfile", str(bad))
-    assert done.returncode != 0
-    assert message in done.output
-    assert "Job stats" not in done.output
-
-
-@pytest.mark.parametrize(
-    "section, message",
-    [
-        ("settings: {batch_size: 100000}", "dp_pretrain run vip_micro: batch_size 100000 exceeds the 4096 examples"),
-        ("ablations: {model_size: [mini]}", "dp_pretrain run vip_mini starts from (Syn)-ViP 'mini', which pretrain.syn_vip.models does not train"),
-        ("ablations: {dataset_size: [100]}", "dp_pretrain run vip_micro_n100: batch_size 256 exceeds the 100 examples"),
-        ("settings: {sigma: 0.5}", "sigma"),
-        ("ablation_model: nano", "dp_pretrain.ablation_model 'nano' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size"),
-    ],
-)
-def test_invalid_dp_pretraining_stops_before_any_job_naming_the_value(tmp_path, section, message):
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(f"dp_pretrain:\n  {section}\n")
+    bad.write_text(bad_config + "\n")
     done = snakemake(tmp_path, "-n", "--configfile", str(bad))
     assert done.returncode != 0
     assert message in done.output and "Job stats" not in done.output

@@ -49,6 +49,7 @@ class DPMAETraining(MAERun):
         else:
             self.model, loaded = load_mae(self.init, settings.model, self.dist.device, decoder_may_differ=True)
             self.initialised_fresh = loaded.get("initialised_fresh", [])
+        self.init_fingerprint = sha256(self.init) if self.init else "random"  # once: checkpoints can be large
         self.clipper = ClippedGradientSum(self.model, settings.clip_norm)
         self.optimizer = make_optimizer(settings.optimizer, self.clipper.params, settings.lr, settings.weight_decay, settings.betas, settings.momentum, settings.adam_eps)
         self.scheduler = warmup_cosine(self.optimizer, settings.steps, min(settings.warmup_steps, settings.steps), settings.min_lr)
@@ -58,8 +59,7 @@ class DPMAETraining(MAERun):
         self.last = {"batch_size": 0, "clipped_fraction": 0.0}
 
     def fingerprint(self) -> dict:
-        init = {"init": sha256(self.init) if self.init else "random"}
-        return super().fingerprint() | init
+        return super().fingerprint() | {"init": self.init_fingerprint}
 
     # --- ledger in the state ---------------------------------------------------------------
     def extra_state(self) -> dict:

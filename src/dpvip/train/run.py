@@ -10,6 +10,7 @@ resumes from the state and refuses one written with other settings or data.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import shutil
 import signal
@@ -51,7 +52,7 @@ class StopRequest:
             signal.signal(signal.SIGTERM, self._previous)
 
 
-class MAERun:
+class MAERun(abc.ABC):
     """Subclasses set `self.model`, `self.optimizer`, `self.scheduler`, `self.sampler` and
     `self.total_steps` in `__init__`, and implement `train_step`."""
 
@@ -70,9 +71,9 @@ class MAERun:
         self.window = {"loss": 0.0, "count": 0}
 
     # --- what subclasses add --------------------------------------------------------------
+    @abc.abstractmethod
     def train_step(self, images: torch.Tensor, noise: torch.Tensor) -> tuple[float, int]:
         """One update from this rank's examples; returns (loss summed over the global batch, its size)."""
-        raise NotImplementedError
 
     def extra_state(self) -> dict:
         return {}

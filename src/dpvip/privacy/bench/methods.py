@@ -108,8 +108,8 @@ class Method:
 
     def clipped_sum(self, images: torch.Tensor, noise: torch.Tensor) -> list[torch.Tensor]:
         """sum_i clip_C(grad l_i) over the examples, fp32, in `self.params` order (no noise,
-        no step, no state left behind)."""
-        raise NotImplementedError
+        no step, no state left behind); the DP methods define it, the non-private step does not clip."""
+        raise TypeError(f"method '{self.name}' does not clip per example")
 
     def step(self, images: torch.Tensor, noise: torch.Tensor) -> None:
         sums = [torch.zeros_like(p, dtype=torch.float32) for p in self.params]
