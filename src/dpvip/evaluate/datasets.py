@@ -1,0 +1,114 @@
+"""Labelled images for the downstream evaluations, as normalised tensors.
+
+- `digits`: scikit-learn's handwritten digits (1,797 real 8x8 images, 10 classes), the
+  embedded stand-in for the classification sets; a seeded, stratified train/test split,
+  upsampled to the encoder's input size, grey copied to three channels.
+- `image_folder`: a torchvision ImageFolder tree (ImageNet, Places, iNat, ... at paper scale).
+- `labelled_shards`: webdataset shards whose samples carry a `cls` member.
+Evaluation images are resized and centre-cropped (ViP A.3: 224 px at paper scale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torchvision import transforms
+
+from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD, decode_image
+from dpvip.data.shard_reader import CorruptSample, ShardReader
+from dpvip.errors import DpvipInputError, first_line
+
+
+@dataclass
+class LabelledImages:
+    images: torch.Tensor  # (n, 3, size, size), ImageNet-normalised
+    labels: torch.Tensor  # (n,) int64
+    classes: int
+    name: str
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, indices) -> LabelledImages:
+        indices = torch.as_tensor(np.asarray(indices), dtype=torch.long)
+        return LabelledImages(self.images[indices], self.labels[indices], self.classes, self.name)
+
+
+def _normalise(images: torch.Tensor) -> torch.Tensor:
+    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    return (images - mean) / std
+
+
+def digits(image_size: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[LabelledImages, LabelledImages]:
+    """(train, test) of scikit-learn's digits, stratified by class."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    if not 0 < test_fraction < 1:
+        raise DpvipInputError(f"test_fraction {test_fraction} is outside (0, 1)")
+    data = load_digits()
+    pixels = torch.from_numpy(data.images.astype(np.float32) / 16.0).unsqueeze(1)  # values 0..16
+    images = _normalise(F.interpolate(pixels, size=(image_size, image_size), mode="bilinear", align_corners=False).expand(-1, 3, -1, -1))
+    labels = torch.from_numpy(data.target.astype(np.int64))
+    train, test = train_test_split(np.arange(len(labels)), test_size=test_fraction, random_state=seed, stratify=data.target)
+    whole = LabelledImages(images.contiguous(), labels, 10, "digits")
+    return whole.subset(np.sort(train)), whole.subset(np.sort(test))
+
+
+def evaluation_transform(image_size: int) -> transforms.Compose:
+    """Resize the short side to size / 0.875, then centre-crop (MAE's evaluation transform)."""
+    return transforms.Compose(
+        [
+            transforms.Resize(int(round(image_size / 0.875)), interpolation=transforms.InterpolationMode.BICUBIC),
+            transforms.CenterCrop(image_size),
+            transforms.ToTensor(),
+            transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+        ]
+    )
+
+
+def image_folder(root: str | Path, image_size: int, name: str | None = None) -> LabelledImages:
+    """Every image of an ImageFolder tree (class = sub-folder), loaded into memory."""
+    from torchvision.datasets import ImageFolder
+
+    root = Path(root)
+    if not root.is_dir():
+        raise DpvipInputError(f"image folder {root} does not exist")
+    try:
+        folder = ImageFolder(str(root), transform=evaluation_transform(image_size))
+    except FileNotFoundError as err:  # no class folder, or a class folder without images
+        raise DpvipInputError(f"image folder {root} holds no labelled images: {first_line(err)}") from None
+    images, labels = zip(*(folder[i] for i in range(len(folder))))
+    return LabelledImages(torch.stack(images), torch.tensor(labels), len(folder.classes), name or root.name)
+
+
+def labelled_shards(index: str | Path, image_size: int, classes: int, name: str) -> tuple[LabelledImages, int]:
+    """The samples of webdataset shards that have an image and a `cls` label; returns them
+    and the number of corrupt samples skipped."""
+    reader = ShardReader.from_index(index)
+    transform = evaluation_transform(image_size)
+    images, labels, skipped = [], [], 0
+    for position in range(len(reader)):
+        try:
+            sample = reader[position]
+            if "cls" not in sample:
+                raise CorruptSample(f"sample {sample['__key__']} has no cls label")
+            label = int(sample["cls"].decode().strip())
+            image = transform(decode_image(sample))
+        except DpvipInputError:  # the shard or its index is wrong: not one bad sample
+            raise
+        except (CorruptSample, ValueError):
+            skipped += 1
+            continue
+        if not 0 <= label < classes:
+            raise DpvipInputError(f"{index}: sample {sample['__key__']} has label {label}, outside 0..{classes - 1}")
+        images.append(image)
+        labels.append(label)
+    if not images:
+        raise DpvipInputError(f"{index}: no labelled image could be read")
+    return LabelledImages(torch.stack(images), torch.tensor(labels), classes, name), skipped
