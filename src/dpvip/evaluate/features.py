@@ -35,7 +35,12 @@ class FeatureChoice:
 
 @torch.no_grad()
 def encoder_features(model: MaskedAutoencoder, images: torch.Tensor, choice: FeatureChoice) -> torch.Tensor:
-    """(batch, last_blocks * width) features of `images` (no masking)."""
+    """(batch, last_blocks * width) features of `images` (no masking), without gradients."""
+    return trainable_features(model, images, choice)
+
+
+def trainable_features(model: MaskedAutoencoder, images: torch.Tensor, choice: FeatureChoice) -> torch.Tensor:
+    """The same features inside the autograd graph, for fine-tuning the encoder."""
     choice.check(len(model.blocks))
     x = model._with_class_token(model.patch_embed(images) + model.pos_embed[:, 1:])
     kept = []
