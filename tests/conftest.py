@@ -17,6 +17,17 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture
+def torch_one_thread():
+    """Run a test on one torch thread (two spin-wait when another process holds a core)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def run_dpvip(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "dpvip.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600

@@ -21,12 +21,7 @@ STD = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
 DIGITS, DIGITS_TRAIN, DIGITS_TEST = 1797, 1437, 360  # scikit-learn's 1,797 digits, 20% held out
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def unnormalise(images: torch.Tensor) -> torch.Tensor:

@@ -12,12 +12,7 @@ from dpvip.models.mae import MaskedAutoencoder, MAESettings
 WIDTH, DEPTH = 96, 4  # the micro encoder
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @pytest.fixture

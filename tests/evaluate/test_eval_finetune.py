@@ -14,12 +14,7 @@ from dpvip.models.mae import MaskedAutoencoder
 QUICK = FinetuneSettings(epochs=6, warmup_epochs=1, batch_size=16, lr=1e-3, auto_augment=False)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def mae() -> MaskedAutoencoder:

@@ -15,12 +15,7 @@ CLASSES, DIM = 10, 32
 SETTINGS = ProbeSettings(epochs=30, warmup_epochs=3, batch_size=128, blr=16.0)
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def clusters(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

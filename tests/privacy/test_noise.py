@@ -13,12 +13,7 @@ CPU = torch.device("cpu")
 SHAPES = [(1000, 700), (300_000,), (10, 3, 10, 10), ()]
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def distinct_sums(shapes=SHAPES):
