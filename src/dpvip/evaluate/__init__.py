@@ -4,5 +4,6 @@ Modules: `datasets` (labelled images: scikit-learn digits as the embedded stand-
 ImageFolder trees, webdataset shards with class labels), `features` (frozen-encoder
 features: class token or mean pool, last k blocks, final norm or not), `kshot`
 (class-balanced K-shot subsets), `linear_probe` (BatchNorm + linear head with LARS),
-`finetune` (few-shot fine-tuning of the whole encoder with AdamW and AutoAugment).
+`finetune` (few-shot fine-tuning of the whole encoder with AdamW and AutoAugment),
+`coco_standin` (a generated COCO-format instance set, the embedded stand-in for COCO).
 """
