@@ -108,7 +108,8 @@ def _option(text: str) -> tuple[str, int | float]:
 
 
 def cmd_synthetic_generate(args: argparse.Namespace) -> int:
-    from dpvip.synthetic.shards import build_index, claim_folder, shard_name, write_json, write_shard
+    from dpvip.files import write_json
+    from dpvip.synthetic.shards import build_index, claim_folder, shard_name, write_shard
     from dpvip.synthetic.spec import DatasetSpec
 
     values = {

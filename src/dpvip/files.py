@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,3 +56,9 @@ def read_benchmark(path: str | Path) -> dict | None:
         return None
     last = rows[-1]
     return {"seconds": float(last["s"]), "max_rss_mb": float(last["max_rss"]) if last.get("max_rss", "NA") != "NA" else None}
+
+
+def write_json(record: dict, path: str | Path) -> None:
+    """Write `record` as JSON through a temporary file, so a crash leaves no half file."""
+    with atomic_target(writable_target(path)) as partial:
+        partial.write_text(json.dumps(record, indent=1) + "\n")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dpvip.synthetic.shards import build_index, shard_name, write_json, write_shard
+from dpvip.files import write_json
+from dpvip.synthetic.shards import build_index, shard_name, write_shard
 from dpvip.synthetic.spec import DatasetSpec
 
 IMAGES, SHARD_SIZE, RESOLUTION = 25, 10, 32  # shards of 10, 10 and 5

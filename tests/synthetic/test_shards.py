@@ -11,7 +11,8 @@ import pytest
 
 from dpvip.errors import DpvipInputError
 from dpvip.synthetic.dead_leaves import DeadLeavesFamily
-from dpvip.synthetic.shards import build_index, read_images, sample_key, shard_name, write_json, write_shard
+from dpvip.files import write_json
+from dpvip.synthetic.shards import build_index, read_images, sample_key, shard_name, write_shard
 from dpvip.synthetic.spec import DatasetSpec
 
 

@@ -18,7 +18,8 @@ import torch
 import yaml
 
 from dpvip.synthetic.family import thread_invariant
-from dpvip.synthetic.shards import build_index, shard_name, write_json, write_shard
+from dpvip.files import write_json
+from dpvip.synthetic.shards import build_index, shard_name, write_shard
 from dpvip.synthetic.spec import DatasetSpec
 
 IMAGES, SHARD_SIZE = 512, 128

@@ -23,8 +23,7 @@ from tqdm import tqdm
 
 from dpvip.data.shard_reader import member_table, members_record
 from dpvip.errors import DpvipInputError, first_line
-from dpvip.files import sha256
-from dpvip.synthetic.shards import write_json
+from dpvip.files import sha256, write_json
 
 MEMBERS_FOLDER = "members"
 # img2dataset's error messages can carry object addresses ("<_io.BytesIO object at 0x7f...>"):

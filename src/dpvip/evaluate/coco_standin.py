@@ -12,7 +12,6 @@ annotations, categories), readable by pycocotools and torchvision's CocoDetectio
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from dpvip.errors import DpvipInputError
-from dpvip.files import atomic_target, writable_target
+from dpvip.files import atomic_target, writable_target, write_json
 from dpvip.seeds import derive
 
 CATEGORIES = ("circle", "square", "triangle")
@@ -111,7 +110,5 @@ def write_split(spec: CocoStandIn, split: str, out: str | Path) -> Path:
         "annotations": annotations,
         "categories": [{"id": i + 1, "name": name, "supercategory": "shape"} for i, name in enumerate(CATEGORIES)],
     }
-    target = out / f"{split}.json"
-    with atomic_target(writable_target(target)) as partial:
-        partial.write_text(json.dumps(record))
-    return target
+    write_json(record, out / f"{split}.json")
+    return out / f"{split}.json"

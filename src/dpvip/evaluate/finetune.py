@@ -19,6 +19,7 @@ from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, trainable_features
+from dpvip.evaluate.linear_probe import best_of_grid
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.train.optim import warmup_cosine
 
@@ -113,6 +114,4 @@ def classifier_accuracy(classifier: Classifier, test: LabelledImages, batch_size
 
 def finetune_grid(mae: MaskedAutoencoder, train: LabelledImages, test: LabelledImages, settings: FinetuneSettings, lrs: list[float]) -> dict:
     """Top-1 test accuracy for each learning rate of the paper's grid, and the best."""
-    accuracies = {lr: classifier_accuracy(finetune(mae, train, replace(settings, lr=lr)), test) for lr in lrs}
-    best = max(accuracies, key=accuracies.get)
-    return {"accuracy": accuracies[best], "lr": best, "grid": accuracies}
+    return best_of_grid(lambda lr: classifier_accuracy(finetune(mae, train, replace(settings, lr=lr)), test), lrs, "lr")

@@ -93,7 +93,12 @@ def top1_accuracy(probe: LinearProbe, features: torch.Tensor, labels: torch.Tens
 def probe_grid(train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor], classes: int, settings: ProbeSettings, blrs: list[float]) -> dict:
     """Top-1 test accuracy for each base learning rate of the paper's grid, and the best (the
     paper reports the best of its grid on the evaluation set, as do we)."""
-    accuracies = {blr: top1_accuracy(train_probe(*train, classes, replace(settings, blr=blr)), *test) for blr in blrs}
+    return best_of_grid(lambda blr: top1_accuracy(train_probe(*train, classes, replace(settings, blr=blr)), *test), blrs, "blr")
+
+
+def best_of_grid(accuracy_of, values: list[float], name: str) -> dict:
+    """{"accuracy": best, name: its value, "grid": {value: accuracy}} over a hyperparameter grid."""
+    accuracies = {value: accuracy_of(value) for value in values}
     best = max(accuracies, key=accuracies.get)
-    return {"accuracy": accuracies[best], "blr": best, "grid": accuracies}
+    return {"accuracy": accuracies[best], name: best, "grid": accuracies}
 

@@ -18,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dpvip.errors import DpvipInputError
-from dpvip.files import atomic_target, sha256, writable_target
+from dpvip.files import atomic_target, sha256, writable_target, write_json
 from dpvip.synthetic.spec import DatasetSpec
 
 KEY_DIGITS = 9
@@ -95,12 +95,6 @@ def claim_folder(spec: DatasetSpec, folder: str | Path) -> None:
             raise DpvipInputError(f"{folder} holds a dataset generated with other settings ({record}); use another output folder")
         return
     write_json(spec.describe(), record)
-
-
-def write_json(record: dict, path: str | Path) -> None:
-    """Write `record` as JSON through a temporary file, so a crash leaves no half file."""
-    with atomic_target(writable_target(path)) as partial:
-        partial.write_text(json.dumps(record, indent=1) + "\n")
 
 
 def read_images(path: str | Path, limit: int | None = None) -> Iterator[tuple[np.ndarray, dict]]:

@@ -17,8 +17,7 @@ from pathlib import Path
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.files import sha256
-from dpvip.synthetic.shards import write_json
+from dpvip.files import sha256, write_json
 from dpvip.models.checkpoint import load_mae
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum

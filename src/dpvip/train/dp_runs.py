@@ -70,31 +70,21 @@ def expand_runs(section: dict, syn_vip_models: list[str], dataset_examples: int 
     for examples in ablations.get("dataset_size", []):
         if dataset_examples is None or examples < dataset_examples:
             add(f"vip_{anchor}_n{examples}", anchor, anchor, examples=examples)
-    main_batch, main_steps = _batch_and_steps(base, anchor)
+    main = DPPretrainSettings.from_config(base, anchor)
     for batch in ablations.get("batch_size", []):
-        if batch != main_batch:
-            steps = main_batch * main_steps // batch
-            add(f"vip_{anchor}_b{batch}", anchor, anchor, batch_size=batch, steps=steps, warmup_steps=_scaled_warmup(base, anchor, steps, main_steps))
+        if batch != main.batch_size:
+            steps = main.batch_size * main.steps // batch
+            # warm-up as the same fraction of training as the main run's
+            warmup = max(1, round(main.warmup_steps * steps / main.steps)) if main.warmup_steps else 0
+            add(f"vip_{anchor}_b{batch}", anchor, anchor, batch_size=batch, steps=steps, warmup_steps=warmup)
     size, _ = mae_variant(anchor)
     for depth in ablations.get("decoder_depth", []):
         if depth != mae_size(size).decoder_depth:
             add(f"vip_{size}_dec{depth}", f"{size}_dec{depth}", anchor)
-    main_mask = DPPretrainSettings.from_config(base, anchor).model.mask_ratio
     for ratio in ablations.get("mask_ratio", []):
-        if ratio != main_mask:
+        if ratio != main.model.mask_ratio:
             add(f"vip_{anchor}_mask{round(ratio * 100)}", anchor, anchor, mask_ratio=ratio)
     return runs
-
-
-def _batch_and_steps(base: dict, model: str) -> tuple[int, int]:
-    settings = DPPretrainSettings.from_config(base, model)
-    return settings.batch_size, settings.steps
-
-
-def _scaled_warmup(base: dict, model: str, steps: int, main_steps: int) -> int:
-    """Warm-up as the same fraction of training as the main run's."""
-    warmup = DPPretrainSettings.from_config(base, model).warmup_steps
-    return max(1, round(warmup * steps / main_steps)) if warmup else 0
 
 
 def figure_runs(section: dict, runs: dict[str, DPRun], dataset_examples: int | None) -> dict[str, list[str]]:
