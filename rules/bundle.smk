@@ -5,6 +5,7 @@ BUNDLE_TABLES = [
     *table_files("synthetic_datasets"),
     *table_files("vip_table3"),
     *table_files("vip_dp_runs"),
+    *[path for table in VIP_TABLES for path in table_files(table)],
 ]
 BUNDLE_FIGURES = [
     *figure_files("vip_figure6"),
@@ -12,6 +13,8 @@ BUNDLE_FIGURES = [
     *figure_files("syn_vip_loss"),
     *figure_files("syn_vip_reconstructions"),
     *[path for figure in DP_FIGURES for path in figure_files(figure)],
+    *figure_files("vip_figure1"),
+    *figure_files("vip_figure5"),
 ]
 
 

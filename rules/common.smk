@@ -131,3 +131,70 @@ def dp_figure_inputs(wildcards):
         for name in DP_FIGURES[wildcards.figure]
         for kind in ("metrics.jsonl", "privacy.json")
     ]
+
+
+# ViP evaluations: exactly the jobs some ViP table or figure cell needs, checked here.
+from dpvip.evaluate.plan import EvaluationPlan, all_evaluations
+from dpvip.report.paper_values import load_paper_values, paper_table
+from dpvip.report.vip_rows import VIP_TABLES, Backbones, table_rows
+from dpvip.train.dp_runs import ablation_model
+
+EVALUATE = f"{RESULTS}/evaluate"
+EVAL = config["evaluate"]
+VIP_VALUES = workflow_path(f"{config['paper_values']}/vip.csv")
+_printed = load_paper_values(Path(VIP_VALUES).parent)
+VIP_COLUMNS = {
+    table: list(paper_table(_printed, "vip", table.removeprefix("vip_")).columns)
+    for table in VIP_TABLES
+}
+VIP_BACKBONES = Backbones(
+    SYN_VIP["models"],
+    DP_RUNS,
+    ablation_model(DP),
+    {row: base["arch"] for row, base in EVAL["few_shot"]["baselines"].items()},
+)
+try:
+    EVAL_PLAN = EvaluationPlan(EVAL, VIP_BACKBONES)
+    EVAL_NEEDS = all_evaluations(EVAL_PLAN, VIP_COLUMNS)
+except DpvipInputError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
+EVALUATIONS = {e.path: e for needs in EVAL_NEEDS.values() for e in needs}
+
+
+def evaluation_files(name):
+    """The result files a ViP table or figure reads."""
+    return [f"{EVALUATE}/{e.path}.json" for e in EVAL_NEEDS[name]]
+
+
+def backbone_checkpoint(backbone):
+    """[] for a CNN baseline from random initialisation (the embedded default)."""
+    if backbone.startswith("syn_vip_"):
+        return [f"{syn_vip_run(backbone.removeprefix('syn_vip_'))}/model.pt"]
+    if backbone in DP_RUNS:
+        return [f"{dp_run(backbone)}/model.pt"]
+    arch = backbone.removeprefix("cnn_")
+    paths = [b["checkpoint"] for b in EVAL["few_shot"]["baselines"].values() if b["arch"] == arch]
+    return [path for path in paths[:1] if path]
+
+
+def vip_table_inputs(wildcards):
+    """A ViP table's evaluation results, and the ledgers of the DP runs in its rows."""
+    rows = table_rows(wildcards.table, VIP_COLUMNS[wildcards.table], VIP_BACKBONES)
+    runs = sorted({b for row in rows for b, _ in row.cells.values() if b in DP_RUNS})
+    return {
+        "paper_values": VIP_VALUES,
+        "results": evaluation_files(wildcards.table),
+        "privacy": [f"{dp_run(name)}/privacy.json" for name in runs],
+    }
+
+
+def mae_shapes():
+    """{backbone: (model, image size, patch size)} of every MAE the workflow trains."""
+    shapes = {
+        f"syn_vip_{m}": (m, SYN_VIP["image_size"], SYN_VIP["patch_size"])
+        for m in SYN_VIP["models"]
+    }
+    for name, run in DP_RUNS.items():
+        values = DP["settings"] | run.values
+        shapes[name] = (run.model, values["image_size"], values["patch_size"])
+    return shapes

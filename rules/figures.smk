@@ -116,3 +116,30 @@ rule figure_vip_dp_loss:
         runs=lambda wildcards: DP_FIGURES[wildcards.figure],
     script:
         "../workflow_scripts/figure_vip_dp_loss.py"
+
+
+rule figure_vip_evaluations:
+    input:
+        paper_values=VIP_VALUES,
+        results=lambda wildcards: evaluation_files(wildcards.figure),
+    output:
+        report(
+            figure_files("{figure}"),
+            caption="../report/vip_eval_figures.rst",
+            category="Figures",
+            subcategory="ViP evaluations",
+        ),
+    log:
+        f"{LOGS}/{{figure}}.log",
+    benchmark:
+        f"{BENCHMARKS}/{{figure}}.tsv"
+    wildcard_constraints:
+        figure="vip_figure1|vip_figure5",
+    localrule: True
+    conda:
+        ENV
+    params:
+        plan=EVAL_PLAN,
+        shapes=mae_shapes(),
+    script:
+        "../workflow_scripts/figure_vip_evaluations.py"

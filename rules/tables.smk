@@ -95,3 +95,31 @@ rule table_vip_dp_runs:
         ENV
     script:
         "../workflow_scripts/table_vip_dp_runs.py"
+
+
+rule table_vip_result:
+    input:
+        unpack(vip_table_inputs),
+    output:
+        report(
+            table_files("{table}"),
+            caption="../report/vip_results.rst",
+            category="Tables",
+            subcategory="ViP",
+        ),
+    log:
+        f"{LOGS}/table_{{table}}.log",
+    benchmark:
+        f"{BENCHMARKS}/table_{{table}}.tsv"
+    wildcard_constraints:
+        table="|".join(VIP_TABLES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        columns=lambda wildcards: VIP_COLUMNS[wildcards.table],
+        backbones=VIP_BACKBONES,
+        shapes=mae_shapes(),
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/table_vip_result.py"

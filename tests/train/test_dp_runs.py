@@ -27,15 +27,17 @@ def test_every_ablation_becomes_a_named_run():
         "batch_size": [128, 512],  # 512: the main run's
         "decoder_depth": [1, 2],  # 2: micro's own
         "mask_ratio": [0.5, 0.75],  # 0.75: the default
+        "epsilon": [{"epsilon": 2.0, "steps": 6}, {"epsilon": 8.0, "steps": 24}],  # 8: the main run's
     }
     runs = expand_runs(section(ablations=ablations), ["micro", "mini"], 8192)
     assert sorted(runs) == sorted(
-        ["vip_micro", "vip_mini", "vip_micro_random", "vip_micro_n2048", "vip_micro_n4096", "vip_micro_b128", "vip_micro_dec1", "vip_micro_mask50"]
+        ["vip_micro", "vip_mini", "vip_micro_random", "vip_micro_n2048", "vip_micro_n4096", "vip_micro_b128", "vip_micro_dec1", "vip_micro_mask50", "vip_micro_eps2"]
     )
     assert runs["vip_micro_random"].init is None and runs["vip_mini"].init == "mini"
     assert runs["vip_micro_dec1"].model == "micro_dec1" and runs["vip_micro_dec1"].init == "micro"
     assert runs["vip_micro_n2048"].values["examples"] == 2048
     assert runs["vip_micro_mask50"].values["mask_ratio"] == 0.5
+    assert runs["vip_micro_eps2"].values | {} == SETTINGS | {"epsilon": 2.0, "steps": 6, "warmup_steps": 4}
 
 
 def test_batch_ablation_keeps_the_number_of_per_example_gradients():
@@ -53,6 +55,7 @@ def test_the_paper_config_expands_to_vip_s_runs():
     assert runs["vip_base_b8192"].values["steps"] == 73200 and runs["vip_base_b32768"].values["steps"] == 18300
     assert {"vip_base_n2000000", "vip_base_n23000000", "vip_base_dec1", "vip_base_dec8", "vip_base_mask25"} <= set(runs)
     assert {f"vip_{m}_random" for m in ("nano", "tiny", "small", "base", "large")} <= set(runs)
+    assert (runs["vip_base_eps2"].values["steps"], runs["vip_base_eps4"].values["steps"]) == (1500, 3000)
     figures = figure_runs(paper["dp_pretrain"], runs, 233_000_000)
     assert figures["vip_figure3a"] == ["vip_base_n2000000", "vip_base_n23000000", "vip_base"]
     assert figures["vip_figure4b"] == ["vip_base_b8192", "vip_base_b32768", "vip_base"]

@@ -59,7 +59,7 @@ COMMON_JOBS = {
 # initialisation, and micro's dataset-size, batch, decoder and mask-ratio ablations
 ALL_JOBS = COMMON_JOBS | {
     "synthetic_shard": 12, "synthetic_index": 3, "syn_vip": 2, "syn_vip_reconstructions": 2,
-    "laion_natural_shard": 8, "laion_index": 1, "dp_mae": 8,
+    "laion_natural_shard": 8, "laion_index": 1, "dp_mae": 10,
 }
 # Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
 # ... (Syn)-ViP for the five sizes of ViP Table 3, LAION-233M indexed where it lies, and
@@ -67,7 +67,7 @@ ALL_JOBS = COMMON_JOBS | {
 # 2 batch sizes, 3 decoder depths, 2 mask ratios
 PAPER_JOBS = COMMON_JOBS | {
     "synthetic_shard": 210 + 21 + 260 + 21, "synthetic_index": 4, "syn_vip": 5, "syn_vip_reconstructions": 5,
-    "laion_index": 1, "dp_mae": 5 + 5 + 2 + 2 + 3 + 2,
+    "laion_index": 1, "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2,
 }
 
 

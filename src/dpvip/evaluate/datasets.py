@@ -112,3 +112,22 @@ def labelled_shards(index: str | Path, image_size: int, classes: int, name: str)
     if not images:
         raise DpvipInputError(f"{index}: no labelled image could be read")
     return LabelledImages(torch.stack(images), torch.tensor(labels), classes, name), skipped
+
+
+SOURCES = ("digits", "image_folder", "shards")
+
+
+def labelled_split(name: str, spec: dict, image_size: int) -> tuple[LabelledImages, LabelledImages, dict]:
+    """(train, test, facts) of the config entry `evaluate.datasets.<name>`; facts say what
+    was read (the stand-in's name, counts, corrupt samples skipped)."""
+    source = spec.get("source")
+    if source == "digits":
+        train, test = digits(image_size, spec.get("test_fraction", 0.2), spec.get("seed", 0))
+        return train, test, {"stand_in": "scikit-learn digits", "train": len(train), "test": len(test)}
+    if source == "image_folder":
+        train, test = (image_folder(spec[split], image_size, name) for split in ("train", "test"))
+        return train, test, {"train": len(train), "test": len(test)}
+    if source == "shards":
+        (train, skipped_train), (test, skipped_test) = (labelled_shards(spec[split], image_size, spec["classes"], name) for split in ("train", "test"))
+        return train, test, {"train": len(train), "test": len(test), "skipped_corrupt": skipped_train + skipped_test}
+    raise DpvipInputError(f"evaluate.datasets.{name}.source '{source}' is not one of {', '.join(SOURCES)}")

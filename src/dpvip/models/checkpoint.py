@@ -3,7 +3,7 @@ so a checkpoint can never be loaded into a network of another size."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -65,3 +65,20 @@ def load_mae(path: str | Path, expected: MAESettings | None = None, device: str 
         model.load_state_dict(weights)
     record = payload["record"] | ({"initialised_fresh": fresh} if fresh else {})
     return model.to(device), record
+
+
+def load_mae_at(path: str | Path, image_size: int | None = None, device: str | torch.device = "cpu") -> tuple[MaskedAutoencoder, dict]:
+    """(model, record) from `path`, rebuilt for `image_size` inputs (downstream tasks see
+    larger images than pre-training): the position embeddings are fixed sin-cos buffers,
+    not weights, so every stored tensor still fits."""
+    payload = read_mae(path)
+    settings = MAESettings(**payload["settings"])
+    if image_size is not None and image_size != settings.image_size:
+        settings = replace(settings, image_size=image_size)
+        try:
+            settings.check()
+        except DpvipInputError as err:
+            raise DpvipInputError(f"{path} at {image_size} px: {err}") from None
+    model = MaskedAutoencoder(settings)
+    model.load_state_dict(payload["model"])
+    return model.to(device), payload["record"]

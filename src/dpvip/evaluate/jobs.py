@@ -1,0 +1,76 @@
+"""One evaluation job of the workflow: a task on a backbone, its result as a small JSON file.
+
+Every result holds `columns` ({table column: value in percent, or epsilon/delta}), which the
+ViP tables read, beside what produced it: the task's settings, the data (and the stand-in,
+if one), the grid of hyperparameters tried, and the wall time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from dpvip.evaluate.datasets import labelled_split
+from dpvip.evaluate.features import FeatureChoice, extract
+from dpvip.evaluate.kshot import k_shot_indices
+from dpvip.evaluate.linear_probe import ProbeSettings, probe_grid
+from dpvip.evaluate.plan import Evaluation
+from dpvip.files import write_json
+from dpvip.models.checkpoint import load_mae_at
+
+
+def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None) -> dict:
+    options = section["linear_probe"]
+    mae, _ = load_mae_at(checkpoint, section["image_size"])
+    train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"])
+    choice = FeatureChoice(**options["features"])
+    settings = ProbeSettings(epochs=options["epochs"], warmup_epochs=options["warmup_epochs"], batch_size=options["batch_size"], weight_decay=options["weight_decay"], seed=options["seed"])
+    features = [(extract(mae, split.images, choice), split.labels) for split in (train, test)]
+    grid = probe_grid(features[0], features[1], train.classes, settings, options["blrs"])
+    return {
+        "columns": {evaluation.dataset: 100 * grid["accuracy"]},
+        "grid": grid,
+        "settings": asdict(settings) | {"features": asdict(choice), "augmentation": "none: features computed once"},
+        "data": data,
+    }
+
+
+def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None) -> dict:
+    from dpvip.evaluate.finetune import FinetuneSettings, finetune_grid
+
+    options = section["few_shot"]
+    train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"])
+    chosen = train.subset(k_shot_indices(train.labels.numpy(), evaluation.shots, options["seed"]))
+    column = f"{evaluation.dataset} {evaluation.shots}-shot"
+    common = {"epochs": options["epochs"], "warmup_epochs": options["warmup_epochs"], "batch_size": options["batch_size"], "auto_augment": options["auto_augment"], "seed": options["seed"]}
+    if evaluation.is_cnn:
+        from dpvip.evaluate.cnn_baselines import cnn_finetune_grid
+
+        arch = evaluation.backbone.removeprefix("cnn_")
+        settings = FinetuneSettings(**common, weight_decay=0.0)
+        grid = cnn_finetune_grid(arch, checkpoint, chosen, test, settings, options["cnn_lrs"])
+    else:
+        mae, _ = load_mae_at(checkpoint, section["image_size"])
+        settings = FinetuneSettings(**common, weight_decay=options["weight_decay"], features=FeatureChoice(**options["features"]))
+        grid = finetune_grid(mae, chosen, test, settings, options["lrs"])
+    return {"columns": {column: 100 * grid["accuracy"]}, "grid": grid, "settings": asdict(settings), "data": data | {"shots": evaluation.shots, "train": len(chosen)}}
+
+
+RUNNERS: dict[str, Callable[[Evaluation, dict, str | None], dict]] = {
+    "linear_probe": _probe,
+    "few_shot": _few_shot,
+}
+
+
+def run_evaluation(evaluation: Evaluation, section: dict, checkpoint: str | None, out: str | Path) -> dict:
+    """Run `evaluation` with the config's `evaluate` section and write its result to `out`."""
+    torch.manual_seed(0)
+    started = time.perf_counter()
+    result = RUNNERS[evaluation.task](evaluation, section, checkpoint)
+    record = {"evaluation": asdict(evaluation), "checkpoint": checkpoint, **result, "seconds": round(time.perf_counter() - started, 1)}
+    write_json(record, out)
+    return record

@@ -1,0 +1,106 @@
+"""The evaluation plan: exactly the jobs the ViP tables and figures need, named by what they
+measure, with config mistakes refused before any job."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpvip.errors import DpvipInputError
+from dpvip.evaluate.plan import Evaluation, EvaluationPlan, all_evaluations
+from dpvip.report.vip_rows import VIP_TABLES, Backbones, table_rows
+from dpvip.train.dp_runs import expand_runs
+
+SETTINGS = {"image_size": 32, "patch_size": 4, "steps": 24, "batch_size": 256, "warmup_steps": 4}
+ABLATIONS = {
+    "dataset_size": [1024],
+    "random_init": ["micro"],
+    "model_size": ["pico"],
+    "batch_size": [64],
+    "decoder_depth": [1],
+    "epsilon": [{"epsilon": 2.0, "steps": 6}],
+}
+SECTION = {
+    "image_size": 32,
+    "datasets": {"ImageNet-1K": {"source": "digits"}, "CIFAR-100": {"source": "digits"}},
+    "linear_probe": {"datasets": ["ImageNet-1K"]},
+    "few_shot": {"datasets": {"CIFAR-100": [10]}},
+    "coco": {"source": "standin"},
+    "ade20k": {"source": "standin"},
+    "dp_finetune": {"dataset": "ImageNet-1K"},
+}
+
+
+@pytest.fixture
+def backbones() -> Backbones:
+    section = {"dataset": "laion", "models": ["micro"], "settings": SETTINGS, "ablations": ABLATIONS}
+    runs = expand_runs(section, ["micro", "pico"], 4096)
+    return Backbones(["micro", "pico"], runs, "micro", {"AlexNet": "alexnet"})
+
+
+COLUMNS = {
+    "vip_table1": ["# pre-train samples", "ImageNet-1K", "Places-365"],
+    "vip_table2": ["Aircraft 10-shot", "CIFAR-100 5-shot", "CIFAR-100 10-shot"],
+    "vip_table4": ["COCO AP box", "COCO AP mask", "ADE20K mIoU"],
+    "vip_table5": ["epsilon", "delta", "Top-1 Accuracy", "Top-1 Accuracy std"],
+    "vip_table6": ["ImageNet-1K"],
+    "vip_table7": ["CIFAR-100 10-shot"],
+    "vip_table8": ["epsilon = 2.0", "epsilon = 4.0", "epsilon = 8.0", "epsilon = +inf"],
+    "vip_table9": ["# parameters", "ImageNet-1K"],
+    "vip_table10": ["Batch Size", "# Train data", "Noise sigma", "ImageNet-1K", "CIFAR-100 10-shot"],
+    "vip_table11": ["decoder depth", "masking ratio", "ImageNet-1K"],
+}
+
+
+def test_each_table_asks_for_the_evaluations_of_its_cells(backbones):
+    plan = EvaluationPlan(SECTION, backbones)
+    assert plan.table_evaluations("vip_table1", COLUMNS["vip_table1"]) == [
+        Evaluation("linear_probe", "syn_vip_micro", "ImageNet-1K"),
+        Evaluation("linear_probe", "vip_micro", "ImageNet-1K"),
+    ]  # Places-365 is not configured; '# pre-train samples' is not measured
+    assert plan.table_evaluations("vip_table2", COLUMNS["vip_table2"]) == [
+        Evaluation("few_shot", "cnn_alexnet", "CIFAR-100", 10),
+        Evaluation("few_shot", "syn_vip_micro", "CIFAR-100", 10),
+        Evaluation("few_shot", "vip_micro", "CIFAR-100", 10),
+    ]
+    assert {e.task for e in plan.table_evaluations("vip_table4", COLUMNS["vip_table4"])} == {"coco", "ade20k"}
+    assert plan.table_evaluations("vip_table5", COLUMNS["vip_table5"]) == [
+        Evaluation("dp_finetune", "syn_vip_micro", "ImageNet-1K"),
+        Evaluation("dp_finetune", "vip_micro", "ImageNet-1K"),
+    ]
+    assert [e.backbone for e in plan.table_evaluations("vip_table8", COLUMNS["vip_table8"])] == ["vip_micro", "vip_micro_eps2"]
+    assert [e.backbone for e in plan.table_evaluations("vip_table11", COLUMNS["vip_table11"])] == ["vip_micro", "vip_micro_dec1"]
+
+
+def test_evaluations_are_shared_between_tables_and_paths_name_them(backbones):
+    needs = all_evaluations(EvaluationPlan(SECTION, backbones), COLUMNS)
+    assert set(needs) == {*VIP_TABLES, "vip_figure1", "vip_figure5"}
+    unique = {e.path for evaluations in needs.values() for e in evaluations}
+    assert "linear_probe/vip_micro/ImageNet-1K" in unique and "few_shot/vip_micro_b64/CIFAR-100_10shot" in unique
+    assert "coco/vip_micro" in unique and "dp_finetune/vip_micro/ImageNet-1K" in unique
+    # Figure 5: probe and first few-shot setting of each model size, both initialisations
+    assert {e.backbone for e in needs["vip_figure5"]} == {"vip_micro", "vip_pico", "vip_micro_random"}
+    assert {e.task for e in needs["vip_figure5"]} == {"linear_probe", "few_shot"}
+    # Figure 1: the largest main-recipe ViP (micro, wider than pico) and COCO of the main ViP
+    assert {e.path for e in needs["vip_figure1"]} == {"linear_probe/vip_micro/ImageNet-1K", "coco/vip_micro"}
+
+
+def test_table_rows_name_the_paper_rows_they_reproduce(backbones):
+    labels = lambda table, **kw: [row.label for row in table_rows(table, COLUMNS[table], backbones, **kw)]  # noqa: E731
+    assert labels("vip_table9") == ["(Syn)-ViP-micro", "(Syn)-ViP-pico", "ViP-micro", "ViP-pico"]
+    assert labels("vip_table10", examples={"vip_micro": 233_000_000, "vip_micro_n1024": 1024}) == [
+        "(Syn)-ViP", "ViP / data 1024", "ViP / data 233M", "ViP / batch 64", "ViP / batch 256"
+    ]
+    (row,) = table_rows("vip_table8", COLUMNS["vip_table8"], backbones)
+    assert row.cells == {"epsilon = 2.0": ("vip_micro_eps2", "ImageNet-1K"), "epsilon = 8.0": ("vip_micro", "ImageNet-1K")}
+
+
+def test_a_task_using_an_undefined_dataset_is_refused_by_name(backbones):
+    section = SECTION | {"few_shot": {"datasets": {"Aircraft": [10]}}}
+    with pytest.raises(DpvipInputError, match="evaluate.few_shot uses dataset 'Aircraft', which evaluate.datasets does not define"):
+        EvaluationPlan(section, backbones)
+
+
+def test_a_job_sees_only_its_part_of_the_config(backbones):
+    plan = EvaluationPlan(SECTION, backbones)
+    part = plan.job_section(Evaluation("linear_probe", "vip_micro", "ImageNet-1K"))
+    assert part == {"image_size": 32, "datasets": {"ImageNet-1K": {"source": "digits"}}, "linear_probe": {"datasets": ["ImageNet-1K"]}}

@@ -1,0 +1,11 @@
+"""One ViP evaluation (linear probe, few-shot, COCO, ADE20K or DP fine-tuning) of one backbone."""
+
+import torch
+
+from dpvip.evaluate.jobs import run_evaluation
+from dpvip.logs import logging_to
+
+with logging_to(snakemake.log[0]):
+    torch.set_num_threads(snakemake.threads)
+    checkpoint = snakemake.input.checkpoint[0] if snakemake.input.checkpoint else None
+    run_evaluation(snakemake.params.evaluation, snakemake.params.section, checkpoint, snakemake.output[0])

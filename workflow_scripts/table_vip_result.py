@@ -1,0 +1,26 @@
+"""results/tables/vip_table<N>.{csv,md,tex}: one ViP result table, the paper's values beside ours."""
+
+import json
+from pathlib import Path
+
+from dpvip.logs import logging_to
+from dpvip.report.model_tables import trainable_millions
+from dpvip.report.paper_values import load_paper_values
+from dpvip.report.tables import write_table
+from dpvip.report.vip_rows import table_rows
+from dpvip.report.vip_tables import TITLES, ours_by_backbone, run_facts, stand_in_notes, vip_table
+
+with logging_to(snakemake.log[0]):
+    table, backbones = snakemake.wildcards.table, snakemake.params.backbones
+    values = load_paper_values(Path(snakemake.input.paper_values).parent)
+    results = [json.loads(Path(path).read_text()) for path in snakemake.input.results]
+    privacy = {Path(path).parent.name: json.loads(Path(path).read_text()) for path in snakemake.input.privacy}
+    examples = {name: ledger["examples"] for name, ledger in privacy.items()}
+    rows = table_rows(table, snakemake.params.columns, backbones, examples)
+    mine = {backbone for row in rows for backbone, _ in row.cells.values()}
+    parameters = {b: trainable_millions(*shape) for b, shape in snakemake.params.shapes.items() if b in mine} if table == "vip_table9" else {}
+    ours = ours_by_backbone(results)
+    for backbone, facts in run_facts(backbones.runs, privacy, parameters).items():
+        ours.setdefault(backbone, {}).update(facts)
+    notes = stand_in_notes(results, snakemake.params.scale)
+    write_table(vip_table(table, values, rows, ours), snakemake.output[0], TITLES[table], notes)
