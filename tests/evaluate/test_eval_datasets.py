@@ -122,11 +122,14 @@ def test_an_image_folder_is_read_with_sorted_class_folders(tmp_path):
     solid(RED, (24, 24)).save(root / "cat" / "c1.png")
     solid(RED, (31, 17)).save(root / "cat" / "c2.jpg", quality=100)
     data = image_folder(root, 16)
-    assert data.classes == 2 and data.name == "pets"
-    assert data.images.shape == (3, 3, 16, 16)
+    assert data.classes == 2 and data.name == "pets" and len(data) == 3
     assert data.labels.tolist() == [0, 0, 1]  # cat (c1, c2), then dog
-    assert torch.allclose(data.images[0], normalised(RED).view(3, 1, 1).expand(3, 16, 16), atol=1e-3)
-    assert torch.allclose(data.images[2], normalised(BLUE).view(3, 1, 1).expand(3, 16, 16), atol=1e-3)
+    images = data.subset([0, 2]).images
+    assert images.shape == (2, 3, 16, 16)
+    assert torch.allclose(images[0], normalised(RED).view(3, 1, 1).expand(3, 16, 16), atol=1e-3)
+    assert torch.allclose(images[1], normalised(BLUE).view(3, 1, 1).expand(3, 16, 16), atol=1e-3)
+    streamed = list(data.batches(2))  # read on demand, in order
+    assert [len(labels) for _, labels in streamed] == [2, 1] and torch.equal(streamed[1][0][0], images[1])
     assert image_folder(root, 8, name="other").name == "other"
 
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from dpvip.errors import DpvipInputError
+from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, encoder_features, extract
 from dpvip.models.mae import MaskedAutoencoder, MAESettings
 
@@ -100,13 +101,17 @@ def test_impossible_choices_are_refused(model, images, choice, message):
     with pytest.raises(DpvipInputError, match=message):
         encoder_features(model, images, choice)
     with pytest.raises(DpvipInputError, match=message):
-        extract(model, images, choice)
+        extract(model, labelled(images), choice)
+
+
+def labelled(images: torch.Tensor) -> LabelledImages:
+    return LabelledImages(images, torch.zeros(len(images), dtype=torch.long), 1, "test")
 
 
 @pytest.mark.parametrize("choice", [FeatureChoice(), FeatureChoice("mean", 2, False)])
 def test_extract_in_batches_matches_one_pass_and_sets_eval_mode(model, images, choice):
     model.train()
-    features = extract(model, images, choice, batch_size=2)  # batches of 2, 2 and 1
+    features = extract(model, labelled(images), choice, batch_size=2)  # batches of 2, 2 and 1
     assert not model.training and not any(module.training for module in model.modules())
     assert features.dtype == torch.float32 and features.shape == (5, choice.width(WIDTH))
     assert close(features, encoder_features(model, images, choice))

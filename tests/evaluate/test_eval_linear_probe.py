@@ -148,3 +148,26 @@ def test_training_is_deterministic_for_a_seed(separable):
     for name, value in first.state_dict().items():
         assert torch.equal(value, again.state_dict()[name]), name
     assert not torch.equal(first.head.weight, other.head.weight)
+
+
+def test_an_augmented_probe_sees_new_views_through_the_frozen_encoder_each_batch(monkeypatch):
+    from dpvip.evaluate import linear_probe
+    from dpvip.evaluate.datasets import LabelledImages
+    from dpvip.evaluate.features import FeatureChoice
+    from dpvip.models import MAESettings
+    from dpvip.models.mae import MaskedAutoencoder
+
+    torch.manual_seed(0)
+    mae = MaskedAutoencoder(MAESettings("pico", image_size=16, patch_size=4))
+    images = torch.randn(8, 3, 16, 16)
+    train = LabelledImages(images, torch.arange(8) % 2, 2, "tiny")
+    seen = []
+    encode = linear_probe.encoder_features
+    monkeypatch.setattr(linear_probe, "encoder_features", lambda model, views, choice: seen.append(views) or encode(model, views, choice))
+    choice = FeatureChoice()
+    probe = linear_probe.train_probe_augmented(mae, choice, train, ProbeSettings(epochs=2, warmup_epochs=0, batch_size=4, blr=1.0, augment=True))
+    assert probe.head.in_features == choice.width(64) and not mae.training
+    assert len(seen) == 4 and all(views.shape == (4, 3, 16, 16) for views in seen)  # 2 epochs of 2 batches
+    originals = {tuple(image.flatten()[:5].tolist()) for image in images}
+    assert not any(tuple(view.flatten()[:5].tolist()) in originals for views in seen for view in views)  # cropped views
+    assert all(p.grad is None for p in mae.parameters())  # the encoder stays frozen

@@ -3,7 +3,8 @@
 - `digits`: scikit-learn's handwritten digits (1,797 real 8x8 images, 10 classes), the
   embedded stand-in for the classification sets; a seeded, stratified train/test split,
   upsampled to the encoder's input size, grey copied to three channels.
-- `image_folder`: a torchvision ImageFolder tree (ImageNet, Places, iNat, ... at paper scale).
+- `image_folder`: a torchvision ImageFolder tree (ImageNet, Places, iNat, ... at paper scale),
+  read on demand (`FolderImages`).
 - `labelled_shards`: webdataset shards whose samples carry a `cls` member.
 Evaluation images are resized and centre-cropped (ViP A.3: 224 px at paper scale).
 """
@@ -36,6 +37,17 @@ class LabelledImages:
     def subset(self, indices) -> LabelledImages:
         indices = torch.as_tensor(np.asarray(indices), dtype=torch.long)
         return LabelledImages(self.images[indices], self.labels[indices], self.classes, self.name)
+
+    def batches(self, batch_size: int):
+        """(images, labels) in order, `batch_size` at a time."""
+        yield from zip(self.images.split(batch_size), self.labels.split(batch_size))
+
+    def shuffled_batches(self, batch_size: int, generator: torch.Generator):
+        """One epoch of full batches in an order drawn from `generator` (the rest dropped)."""
+        order = torch.randperm(len(self), generator=generator)
+        for start in range(0, len(self) // batch_size * batch_size, batch_size):
+            chosen = order[start : start + batch_size]
+            yield self.images[chosen], self.labels[chosen]
 
 
 def _normalise(images: torch.Tensor) -> torch.Tensor:
@@ -72,19 +84,43 @@ def evaluation_transform(image_size: int) -> transforms.Compose:
     )
 
 
-def image_folder(root: str | Path, image_size: int, name: str | None = None) -> LabelledImages:
-    """Every image of an ImageFolder tree (class = sub-folder), loaded into memory."""
-    from torchvision.datasets import ImageFolder
+class FolderImages:
+    """A torchvision ImageFolder tree read on demand (ImageNet, Places, iNat, ... at paper
+    scale do not fit in memory): labels up front, images decoded when a subset or a batch
+    is asked for. The same interface as LabelledImages: labels, classes, name, len,
+    `subset` (in memory) and `batches`."""
 
-    root = Path(root)
-    if not root.is_dir():
-        raise DpvipInputError(f"image folder {root} does not exist")
-    try:
-        folder = ImageFolder(str(root), transform=evaluation_transform(image_size))
-    except FileNotFoundError as err:  # no class folder, or a class folder without images
-        raise DpvipInputError(f"image folder {root} holds no labelled images: {first_line(err)}") from None
-    images, labels = zip(*(folder[i] for i in range(len(folder))))
-    return LabelledImages(torch.stack(images), torch.tensor(labels), len(folder.classes), name or root.name)
+    def __init__(self, root: str | Path, image_size: int, name: str | None = None, workers: int = 0):
+        from torchvision.datasets import ImageFolder
+
+        root = Path(root)
+        if not root.is_dir():
+            raise DpvipInputError(f"image folder {root} does not exist")
+        try:
+            self.folder = ImageFolder(str(root), transform=evaluation_transform(image_size))
+        except FileNotFoundError as err:  # no class folder, or a class folder without images
+            raise DpvipInputError(f"image folder {root} holds no labelled images: {first_line(err)}") from None
+        self.labels = torch.tensor(self.folder.targets, dtype=torch.long)
+        self.classes, self.name, self.workers = len(self.folder.classes), name or root.name, workers
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, indices) -> LabelledImages:
+        indices = [int(i) for i in np.asarray(indices)]
+        images = torch.stack([self.folder[i][0] for i in indices]) if indices else torch.empty(0)
+        return LabelledImages(images, self.labels[indices], self.classes, self.name)
+
+    def batches(self, batch_size: int):
+        yield from torch.utils.data.DataLoader(self.folder, batch_size=batch_size, num_workers=self.workers)
+
+    def shuffled_batches(self, batch_size: int, generator: torch.Generator):
+        order = torch.randperm(len(self), generator=generator).tolist()
+        yield from torch.utils.data.DataLoader(self.folder, batch_size=batch_size, sampler=order, num_workers=self.workers, drop_last=True)
+
+
+def image_folder(root: str | Path, image_size: int, name: str | None = None, workers: int = 0) -> FolderImages:
+    return FolderImages(root, image_size, name, workers)
 
 
 def labelled_shards(index: str | Path, image_size: int, classes: int, name: str) -> tuple[LabelledImages, int]:
@@ -117,7 +153,7 @@ def labelled_shards(index: str | Path, image_size: int, classes: int, name: str)
 SOURCES = ("digits", "image_folder", "shards")
 
 
-def labelled_split(name: str, spec: dict, image_size: int) -> tuple[LabelledImages, LabelledImages, dict]:
+def labelled_split(name: str, spec: dict, image_size: int, workers: int = 0) -> tuple:
     """(train, test, facts) of the config entry `evaluate.datasets.<name>`; facts say what
     was read (the stand-in's name, counts, corrupt samples skipped)."""
     source = spec.get("source")
@@ -125,7 +161,7 @@ def labelled_split(name: str, spec: dict, image_size: int) -> tuple[LabelledImag
         train, test = digits(image_size, spec.get("test_fraction", 0.2), spec.get("seed", 0))
         return train, test, {"stand_in": "scikit-learn digits", "train": len(train), "test": len(test)}
     if source == "image_folder":
-        train, test = (image_folder(spec[split], image_size, name) for split in ("train", "test"))
+        train, test = (image_folder(spec[split], image_size, name, workers) for split in ("train", "test"))
         return train, test, {"train": len(train), "test": len(test)}
     if source == "shards":
         (train, skipped_train), (test, skipped_test) = (labelled_shards(spec[split], image_size, spec["classes"], name) for split in ("train", "test"))

@@ -53,9 +53,10 @@ def trainable_features(model: MaskedAutoencoder, images: torch.Tensor, choice: F
     return torch.cat(pooled, dim=1)
 
 
-def extract(model: MaskedAutoencoder, images: torch.Tensor, choice: FeatureChoice, batch_size: int = 256) -> torch.Tensor:
-    """Features of every image, in batches, with the model in eval mode."""
+def extract(model: MaskedAutoencoder, data, choice: FeatureChoice, batch_size: int = 256) -> torch.Tensor:
+    """Features of every image of `data` (LabelledImages or FolderImages: anything with
+    `batches`), in order, with the model in eval mode; images stream through in batches."""
     model.eval()
     device = next(model.parameters()).device
-    parts = [encoder_features(model, chunk.to(device), choice).float().cpu() for chunk in images.split(batch_size)]
+    parts = [encoder_features(model, images.to(device), choice).float().cpu() for images, _ in data.batches(batch_size)]
     return torch.cat(parts) if parts else torch.empty(0, choice.width(model.norm.normalized_shape[0]))

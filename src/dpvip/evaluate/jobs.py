@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -17,7 +17,7 @@ import torch
 from dpvip.evaluate.datasets import labelled_split
 from dpvip.evaluate.features import FeatureChoice, extract
 from dpvip.evaluate.kshot import k_shot_indices
-from dpvip.evaluate.linear_probe import ProbeSettings, probe_grid
+from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, top1_accuracy, train_probe_augmented
 from dpvip.evaluate.plan import Evaluation
 from dpvip.files import write_json
 from dpvip.models.checkpoint import load_mae_at
@@ -28,13 +28,17 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None) -> dic
     mae, _ = load_mae_at(checkpoint, section["image_size"])
     train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"])
     choice = FeatureChoice(**options["features"])
-    settings = ProbeSettings(epochs=options["epochs"], warmup_epochs=options["warmup_epochs"], batch_size=options["batch_size"], weight_decay=options["weight_decay"], seed=options["seed"])
-    features = [(extract(mae, split.images, choice), split.labels) for split in (train, test)]
-    grid = probe_grid(features[0], features[1], train.classes, settings, options["blrs"])
+    settings = ProbeSettings(**{key: options[key] for key in ("epochs", "warmup_epochs", "batch_size", "weight_decay", "augment", "seed")})
+    test_features = extract(mae, test, choice)
+    if settings.augment:  # every batch through the encoder again
+        probe_of = lambda blr: train_probe_augmented(mae, choice, train, replace(settings, blr=blr))  # noqa: E731
+        grid = best_of_grid(lambda blr: top1_accuracy(probe_of(blr), test_features, test.labels), options["blrs"], "blr")
+    else:
+        grid = probe_grid((extract(mae, train, choice), train.labels), (test_features, test.labels), train.classes, settings, options["blrs"])
     return {
         "columns": {evaluation.dataset: 100 * grid["accuracy"]},
         "grid": grid,
-        "settings": asdict(settings) | {"features": asdict(choice), "augmentation": "none: features computed once"},
+        "settings": asdict(settings) | {"features": asdict(choice), "augmentation": "RandomResizedCrop + flip" if settings.augment else "none: features computed once"},
         "data": data,
     }
 
