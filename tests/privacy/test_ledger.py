@@ -31,6 +31,17 @@ def test_calibration_spends_the_target_at_the_planned_steps(ledger):
     assert spent("rdp", ledger.noise_multiplier * 0.98, STEPS) > EPSILON
 
 
+def test_a_given_sigma_makes_the_budget_what_the_planned_steps_spend():
+    given = PrivacyLedger.for_noise("rdp", Q, 1.3, STEPS, DELTA, CLIP)
+    assert (given.noise_multiplier, given.planned_steps, given.steps_done, given.clip_norm) == (1.3, STEPS, 0, CLIP)
+    assert given.target_epsilon == pytest.approx(spent("rdp", 1.3, STEPS))
+    assert given.charge(STEPS).epsilon_spent() == given.target_epsilon
+    with pytest.raises(BudgetExceeded):
+        given.charge(STEPS + 1)
+    with pytest.raises(DpvipInputError, match="noise multiplier"):
+        PrivacyLedger.for_noise("rdp", Q, 0.0, STEPS, DELTA, CLIP)
+
+
 def test_epsilon_spent_uses_the_ledgers_accountant(ledger):
     # prv's calibration is accounting.noise_multiplier's (tested there); here only that the
     # ledger asks its own accountant, which for these settings differs from rdp's answer.

@@ -4,11 +4,14 @@ warm-up then cosine, AutoAugment (ImageNet policy) on the training images.
 
 The head reads the features of a `FeatureChoice` (default: mean of the patch tokens after
 the final norm, as MAE's fine-tuning pools). The decoder is not used and not trained.
+`train_classifier` is the loop itself, for any classifier and optimizer (the CNN baselines
+use it with SGD, as A.3 does for AlexNet and ResNet).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
@@ -75,21 +78,36 @@ class AutoAugmented:
 
 def finetune(mae: MaskedAutoencoder, train: LabelledImages, settings: FinetuneSettings) -> Classifier:
     """A copy of `mae` fine-tuned with a head on `train` (the given model is left as it was)."""
+    torch.manual_seed(settings.seed)
+    classifier = Classifier(copy.deepcopy(mae), train.classes, settings.features)
+    return train_classifier(classifier, train, settings)
+
+
+def adamw(params: list[nn.Parameter], settings: FinetuneSettings) -> torch.optim.Optimizer:
+    """ViP's optimizer for ViTs: AdamW, PyTorch's defaults but lr and weight decay."""
+    return torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
+
+
+OptimizerOf = Callable[[list[nn.Parameter], FinetuneSettings], torch.optim.Optimizer]
+
+
+def train_classifier(model: nn.Module, train: LabelledImages, settings: FinetuneSettings, optimizer_of: OptimizerOf = adamw) -> nn.Module:
+    """`model`'s trainable parameters trained on `train` in place: cross-entropy on shuffled
+    batches, warm-up then cosine by step, AutoAugment if set; returns it in eval mode."""
     settings.check()
     if len(train) == 0:
         raise DpvipInputError("fine-tuning needs at least one training image")
-    torch.manual_seed(settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
-    classifier = Classifier(copy.deepcopy(mae), train.classes, settings.features)
-    params = [p for p in classifier.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = optimizer_of(params, settings)
     batch = min(settings.batch_size, len(train))
     steps_per_epoch = -(-len(train) // batch)
     total = settings.epochs * steps_per_epoch
     scheduler = warmup_cosine(optimizer, total, min(settings.warmup_epochs * steps_per_epoch, total), 0.0)
     augment = AutoAugmented() if settings.auto_augment else None
     loss_function = nn.CrossEntropyLoss()
-    classifier.train()
+    device = params[0].device
+    model.train()
     step = 0
     for _ in range(settings.epochs):
         order = torch.randperm(len(train), generator=generator)
@@ -99,16 +117,19 @@ def finetune(mae: MaskedAutoencoder, train: LabelledImages, settings: FinetuneSe
                 images = augment(images)
             scheduler.step_update(step)
             optimizer.zero_grad(set_to_none=True)
-            loss_function(classifier(images), train.labels[chosen]).backward()
+            loss_function(model(images.to(device)), train.labels[chosen].to(device)).backward()
             optimizer.step()
             step += 1
-    return classifier.eval()
+    return model.eval()
 
 
 @torch.no_grad()
-def classifier_accuracy(classifier: Classifier, test: LabelledImages, batch_size: int = 256) -> float:
+def classifier_accuracy(classifier: nn.Module, test, batch_size: int = 256) -> float:
+    """Top-1 accuracy (a fraction) on `test` (LabelledImages or FolderImages), in batches on
+    the classifier's device."""
     classifier.eval()
-    correct = sum(int((classifier(images).argmax(1) == labels).sum()) for images, labels in zip(test.images.split(batch_size), test.labels.split(batch_size)))
+    device = next(classifier.parameters()).device
+    correct = sum(int((classifier(images.to(device)).argmax(1) == labels.to(device)).sum()) for images, labels in test.batches(batch_size))
     return correct / max(1, len(test))
 
 

@@ -23,9 +23,13 @@ from dpvip.files import write_json
 from dpvip.models.checkpoint import load_mae_at
 
 
+def _device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None) -> dict:
     options = section["linear_probe"]
-    mae, _ = load_mae_at(checkpoint, section["image_size"])
+    mae, _ = load_mae_at(checkpoint, section["image_size"], _device())
     train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"])
     choice = FeatureChoice(**options["features"])
     settings = ProbeSettings(**{key: options[key] for key in ("epochs", "warmup_epochs", "batch_size", "weight_decay", "augment", "seed")})
@@ -47,7 +51,9 @@ def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None) -> 
     from dpvip.evaluate.finetune import FinetuneSettings, finetune_grid
 
     options = section["few_shot"]
-    train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"])
+    # AlexNet needs at least 63 px: the CNNs may see larger images than the ViTs
+    image_size = (options["cnn_image_size"] or section["image_size"]) if evaluation.is_cnn else section["image_size"]
+    train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], image_size)
     chosen = train.subset(k_shot_indices(train.labels.numpy(), evaluation.shots, options["seed"]))
     column = f"{evaluation.dataset} {evaluation.shots}-shot"
     common = {"epochs": options["epochs"], "warmup_epochs": options["warmup_epochs"], "batch_size": options["batch_size"], "auto_augment": options["auto_augment"], "seed": options["seed"]}
@@ -58,15 +64,30 @@ def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None) -> 
         settings = FinetuneSettings(**common, weight_decay=0.0)
         grid = cnn_finetune_grid(arch, checkpoint, chosen, test, settings, options["cnn_lrs"])
     else:
-        mae, _ = load_mae_at(checkpoint, section["image_size"])
+        mae, _ = load_mae_at(checkpoint, section["image_size"], _device())
         settings = FinetuneSettings(**common, weight_decay=options["weight_decay"], features=FeatureChoice(**options["features"]))
         grid = finetune_grid(mae, chosen, test, settings, options["lrs"])
-    return {"columns": {column: 100 * grid["accuracy"]}, "grid": grid, "settings": asdict(settings), "data": data | {"shots": evaluation.shots, "train": len(chosen)}}
+    return {"columns": {column: 100 * grid["accuracy"]}, "grid": grid, "settings": asdict(settings), "data": data | {"shots": evaluation.shots, "train": len(chosen), "image_size": image_size}}
+
+
+def _dp_finetune(evaluation: Evaluation, section: dict, checkpoint: str | None) -> dict:
+    from dpvip.evaluate.dp_finetune import DPFinetuneSettings, dp_finetune
+
+    options = dict(section["dp_finetune"])
+    options.pop("dataset")
+    settings = DPFinetuneSettings(**options | {"features": FeatureChoice(**options["features"])})
+    mae, _ = load_mae_at(checkpoint, section["image_size"], _device())
+    train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"])
+    result = dp_finetune(mae, train, test, settings)
+    privacy = result["privacy"]
+    columns = {"Top-1 Accuracy": result["top1_percent"], "epsilon": privacy["epsilon_spent"], "delta": privacy["delta"]}
+    return {"columns": columns, "data": data} | {key: result[key] for key in ("privacy", "batch_sizes", "clipped_fraction", "settings")}
 
 
 RUNNERS: dict[str, Callable[[Evaluation, dict, str | None], dict]] = {
     "linear_probe": _probe,
     "few_shot": _few_shot,
+    "dp_finetune": _dp_finetune,
 }
 
 

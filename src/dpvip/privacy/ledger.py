@@ -1,7 +1,8 @@
 """The privacy ledger of a DP training run: its mechanism, its budget and what it has spent.
 
 The noise multiplier is calibrated from (epsilon, delta, q, T) with the run's accountant
-before the first step and recorded; every checkpoint and metrics record carries the ledger.
+before the first step (or, for DP fine-tuning, given: the budget is then the epsilon its T
+steps spend) and recorded; every checkpoint and metrics record carries the ledger.
 A step is charged before it is taken, and a run refuses a step past its planned T (the
 calibration makes T steps spend at most the target epsilon), so it never exceeds its budget.
 A resumed run continues the stored ledger and refuses other q, sigma, C or accountant.
@@ -39,6 +40,13 @@ class PrivacyLedger:
         """The ledger of a new run: sigma from the accountant, before any step."""
         calibration = accounting.noise_multiplier(sample_rate, steps, target_epsilon, delta, accountant)
         return cls(accountant, sample_rate, calibration.noise_multiplier, clip_norm, delta, target_epsilon, steps)
+
+    @classmethod
+    def for_noise(cls, accountant: str, sample_rate: float, noise_multiplier: float, steps: int, delta: float, clip_norm: float) -> PrivacyLedger:
+        """The ledger of a new run whose sigma is given, not calibrated (ViP's DP fine-tuning):
+        its budget is the epsilon that its planned steps spend."""
+        budget = _epsilon(accountant, sample_rate, noise_multiplier, steps, delta)
+        return cls(accountant, sample_rate, noise_multiplier, clip_norm, delta, budget, steps)
 
     def epsilon_spent(self) -> float:
         if self.steps_done == 0:

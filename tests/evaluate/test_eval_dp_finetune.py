@@ -1,0 +1,169 @@
+"""DP fine-tuning (ViP A.5): the ledger spends what the accountant says for a given sigma,
+one step's gradient is the clipped per-example sum over the expected batch size, batches
+are Poisson, a private run still learns, and bad settings are refused by name."""
+
+import copy
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dpvip.errors import DpvipInputError
+from dpvip.evaluate import dp_finetune as module
+from dpvip.evaluate.datasets import digits
+from dpvip.evaluate.dp_finetune import DPFinetuneSettings, dp_finetune, warmup_then_constant
+from dpvip.evaluate.features import FeatureChoice
+from dpvip.evaluate.finetune import Classifier
+from dpvip.models import MAESettings
+from dpvip.models.mae import MaskedAutoencoder
+from dpvip.privacy import accounting
+from dpvip.privacy.clipping import CLIP_EPSILON
+from dpvip.privacy.sampling import PoissonBatches
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+SMALL = DPFinetuneSettings(batch_size=60, noise_multiplier=1.0, steps=40, lr=1e-2, warmup_steps=5, micro_batch=32)
+
+
+def pico(image_size: int = 8) -> MaskedAutoencoder:
+    torch.manual_seed(0)
+    return MaskedAutoencoder(MAESettings("pico", image_size=image_size, patch_size=4))
+
+
+@pytest.fixture(scope="module")
+def digits8():
+    return digits(8)
+
+
+@pytest.fixture(scope="module")
+def small_run(digits8):
+    """40 steps on 300 training digits at q = 0.2 (threads set here: module scope)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        train, test = digits8
+        return dp_finetune(pico(), train.subset(range(300)), test.subset(range(60)), SMALL, progress=False)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_the_ledger_spends_what_the_accountant_says(small_run):
+    q, delta = 60 / 300, 1 / (2 * 300)
+    expected = accounting.epsilon([accounting.Mechanism(q, 1.0, 40)], delta, "rdp").epsilon
+    privacy = small_run["privacy"]
+    assert privacy["epsilon_spent"] == pytest.approx(expected, rel=1e-12)
+    assert privacy["steps_done"] == privacy["planned_steps"] == 40
+    assert (privacy["accountant"], privacy["sample_rate"], privacy["noise_multiplier"]) == ("rdp", q, 1.0)
+    assert (privacy["delta"], privacy["clip_norm"], privacy["examples"]) == (delta, SMALL.clip_norm, 300)
+    assert small_run["settings"]["noise_multiplier"] == 1.0 and 0 <= small_run["top1_percent"] <= 100
+
+
+def test_batches_are_the_projects_poisson_batches(small_run):
+    sampler = PoissonBatches(300, 0.2, 40, SMALL.seed)
+    sizes = torch.tensor([len(sampler.indices(step)) for step in range(40)], dtype=torch.float64)
+    realised = small_run["batch_sizes"]
+    assert realised["mean"] == pytest.approx(float(sizes.mean())) and (realised["min"], realised["max"]) == (sizes.min(), sizes.max())
+    binomial_std = math.sqrt(300 * 0.2 * 0.8)
+    assert abs(realised["mean"] - 60) < 4 * binomial_std / math.sqrt(40)
+    assert 0.5 * binomial_std < realised["std"] < 1.5 * binomial_std
+    assert realised["expected"] == 60
+
+
+def naive_step_gradient(classifier, images, labels, clip_norm, expected_batch):
+    """One example at a time: flat gradient over the trainable parameters, clipped to C,
+    summed, divided by the expected batch size; also the unclipped norms."""
+    params = [p for p in classifier.parameters() if p.requires_grad]
+    total = [torch.zeros_like(p, dtype=torch.float64) for p in params]
+    norms = []
+    for image, label in zip(images, labels):
+        loss = F.cross_entropy(classifier(image[None]), label[None])
+        grads = torch.autograd.grad(loss, params)
+        norm = torch.sqrt(sum(g.double().square().sum() for g in grads))
+        factor = min(1.0, clip_norm / (float(norm) + CLIP_EPSILON))
+        for part, g in zip(total, grads):
+            part += factor * g.double()
+        norms.append(float(norm))
+    return [part / expected_batch for part in total], norms
+
+
+def one_step_without_noise(monkeypatch, mae, train, settings):
+    """Run one step with sigma forced to 0 in privatize; returns (parameters before the
+    update, the gradients handed to the optimizer)."""
+    seen = {}
+    real_privatize, real_set = module.privatize, module.set_gradients
+    monkeypatch.setattr(module, "privatize", lambda sums, sigma, *rest: real_privatize(sums, 0.0, *rest))
+
+    def capture(params, gradients):
+        gradients = list(gradients)
+        seen["params"] = [p.detach().clone() for p in params]
+        seen["gradients"] = [g.detach().clone() for g in gradients]
+        real_set(params, gradients)
+
+    monkeypatch.setattr(module, "set_gradients", capture)
+    dp_finetune(mae, train, train, replace(settings, steps=1), progress=False)
+    return seen["params"], seen["gradients"]
+
+
+def test_a_noiseless_step_is_the_naive_clipped_sum_over_the_expected_batch(monkeypatch, digits8):
+    train = digits8[0].subset(range(24))
+    settings = DPFinetuneSettings(batch_size=12, noise_multiplier=1.0, steps=1, warmup_steps=0, micro_batch=5, clip_norm=1.0)
+    mae = pico()
+    params, _ = one_step_without_noise(monkeypatch, mae, train, settings)
+    reference = Classifier(copy.deepcopy(mae), train.classes, settings.features)
+    with torch.no_grad():
+        for param, value in zip([p for p in reference.parameters() if p.requires_grad], params, strict=True):
+            param.copy_(value)
+    chosen = torch.from_numpy(PoissonBatches(24, 0.5, 1, settings.seed).indices(0))
+    assert 5 < len(chosen) < 24  # several micro-batches, a real Poisson draw
+    _, norms = naive_step_gradient(reference, train.images[chosen], train.labels[chosen], 1.0, 12)
+    clip = sorted(norms)[len(norms) // 2]  # half the examples clipped, half not
+    settings = replace(settings, clip_norm=clip)
+    _, gradients = one_step_without_noise(monkeypatch, mae, train, settings)
+    expected, _ = naive_step_gradient(reference, train.images[chosen], train.labels[chosen], clip, 12)
+    for got, want in zip(gradients, expected, strict=True):
+        assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-7 * float(want.abs().max()) + 1e-10)
+
+
+def test_warm_up_then_constant_lr():
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
+    scheduler = warmup_then_constant(optimizer, 4)
+    lrs = []
+    for _ in range(7):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert lrs == pytest.approx([0.125, 0.25, 0.375, 0.5, 0.5, 0.5, 0.5])
+
+
+def test_private_fine_tuning_learns_digits(digits8):
+    train, test = digits8
+    settings = DPFinetuneSettings(batch_size=256, noise_multiplier=1.0, steps=30, lr=1e-2, warmup_steps=5)
+    result = dp_finetune(pico(), train, test, settings, progress=False)
+    assert result["top1_percent"] > 40  # chance is 10%
+    assert result["privacy"]["epsilon_spent"] < 10
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": 10_000}, "batch_size"),
+        ({"steps": 0}, "steps"),
+        ({"micro_batch": 0}, "micro_batch"),
+        ({"warmup_steps": -1}, "warmup_steps"),
+        ({"noise_multiplier": 0.0}, "noise_multiplier"),
+        ({"lr": 0.0}, "lr"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+        ({"clip_norm": 0.0}, "clip_norm"),
+        ({"delta": 1.5}, "delta"),
+        ({"accountant": "moments"}, "accountant"),
+        ({"features": FeatureChoice(pooling="max")}, "pooling"),
+        ({"features": FeatureChoice(last_blocks=2)}, "last_blocks"),
+    ],
+)
+def test_bad_settings_are_refused_by_name(change, field, digits8):
+    train, test = digits8
+    with pytest.raises(DpvipInputError, match=field):
+        dp_finetune(pico(), train.subset(range(100)), test.subset(range(10)), replace(SMALL, **change), progress=False)
