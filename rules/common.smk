@@ -1,4 +1,5 @@
 # Configuration validation and the paths every stage shares.
+import re
 import sys
 from pathlib import Path
 
@@ -161,6 +162,19 @@ except DpvipInputError as err:
 EVALUATIONS = {e.path: e for needs in EVAL_NEEDS.values() for e in needs}
 
 
+COCO_STANDIN = f"{RESULTS}/data/coco_standin"
+
+
+def evaluation_inputs(wildcards):
+    evaluation = EVALUATIONS[wildcards.evaluation]
+    inputs = {"checkpoint": backbone_checkpoint(evaluation.backbone)}
+    if evaluation.task == "coco" and EVAL["coco"]["source"] == "standin":
+        inputs["standin"] = [
+            f"{COCO_STANDIN}/{split}.json" for split in ("train", "val")
+        ]
+    return inputs
+
+
 def evaluation_files(name):
     """The result files a ViP table or figure reads."""
     return [f"{EVALUATE}/{e.path}.json" for e in EVAL_NEEDS[name]]
@@ -173,7 +187,11 @@ def backbone_checkpoint(backbone):
     if backbone in DP_RUNS:
         return [f"{dp_run(backbone)}/model.pt"]
     arch = backbone.removeprefix("cnn_")
-    paths = [b["checkpoint"] for b in EVAL["few_shot"]["baselines"].values() if b["arch"] == arch]
+    paths = [
+        b["checkpoint"]
+        for b in EVAL["few_shot"]["baselines"].values()
+        if b["arch"] == arch
+    ]
     return [path for path in paths[:1] if path]
 
 

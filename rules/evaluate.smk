@@ -1,18 +1,25 @@
 # ViP's downstream evaluations: one job per (task, backbone, dataset) that a ViP table or
 # figure needs (EVALUATIONS, from dpvip.evaluate.plan); each writes a small JSON result.
-import re
 
 
 wildcard_constraints:
     evaluation="|".join(re.escape(path) for path in EVALUATIONS) or "^$",
 
 
-def evaluation_inputs(wildcards):
-    evaluation = EVALUATIONS[wildcards.evaluation]
-    inputs = {"checkpoint": backbone_checkpoint(evaluation.backbone)}
-    if evaluation.task == "coco" and EVAL["coco"]["source"] == "standin":
-        inputs["standin"] = [f"{RESULTS}/data/coco_standin/{split}.json" for split in ("train", "val")]
-    return inputs
+rule coco_standin:
+    output:
+        f"{COCO_STANDIN}/{{split}}.json",
+    log:
+        f"{LOGS}/data/coco_standin_{{split}}.log",
+    wildcard_constraints:
+        split="train|val",
+    conda:
+        ENV
+    params:
+        shapes=EVAL["shapes"],
+        image_size=EVAL["coco"]["image_size"],
+    script:
+        "../workflow_scripts/coco_standin.py"
 
 
 rule evaluate:
@@ -35,6 +42,8 @@ rule evaluate:
     params:
         evaluation=lambda wildcards: EVALUATIONS[wildcards.evaluation],
         # only what this job reads, so a change elsewhere in `evaluate` does not rerun it
-        section=lambda wildcards: EVAL_PLAN.job_section(EVALUATIONS[wildcards.evaluation]),
+        section=lambda wildcards: EVAL_PLAN.job_section(
+            EVALUATIONS[wildcards.evaluation]
+        ),
     script:
         "../workflow_scripts/evaluate.py"

@@ -1,5 +1,7 @@
 """One ViP evaluation (linear probe, few-shot, COCO, ADE20K or DP fine-tuning) of one backbone."""
 
+from pathlib import Path
+
 import torch
 
 from dpvip.evaluate.jobs import run_evaluation
@@ -8,4 +10,6 @@ from dpvip.logs import logging_to
 with logging_to(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     checkpoint = snakemake.input.checkpoint[0] if snakemake.input.checkpoint else None
-    run_evaluation(snakemake.params.evaluation, snakemake.params.section, checkpoint, snakemake.output[0])
+    standin = snakemake.input.get("standin")
+    folder = str(Path(standin[0]).parent) if standin else None
+    run_evaluation(snakemake.params.evaluation, snakemake.params.section, checkpoint, snakemake.output[0], folder)

@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 from dpvip.logs import logging_to
-from dpvip.report.model_tables import trainable_millions
 from dpvip.report.paper_values import load_paper_values
 from dpvip.report.tables import write_table
 from dpvip.report.vip_rows import table_rows
@@ -18,7 +17,11 @@ with logging_to(snakemake.log[0]):
     examples = {name: ledger["examples"] for name, ledger in privacy.items()}
     rows = table_rows(table, snakemake.params.columns, backbones, examples)
     mine = {backbone for row in rows for backbone, _ in row.cells.values()}
-    parameters = {b: trainable_millions(*shape) for b, shape in snakemake.params.shapes.items() if b in mine} if table == "vip_table9" else {}
+    parameters = {}
+    if table == "vip_table9":  # builds networks (on the meta device): only this table needs torch
+        from dpvip.report.model_tables import trainable_millions
+
+        parameters = {b: trainable_millions(*shape) for b, shape in snakemake.params.shapes.items() if b in mine}
     ours = ours_by_backbone(results)
     for backbone, facts in run_facts(backbones.runs, privacy, parameters).items():
         ours.setdefault(backbone, {}).update(facts)

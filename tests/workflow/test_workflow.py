@@ -50,16 +50,20 @@ COMMON_JOBS = {
     "figure_syn_vip_reconstructions": 1,
     "table_vip_dp_runs": 1,
     "figure_vip_dp_loss": 5,  # ViP Figures 3a, 3b, 4a, 4b and 7
+    "table_vip_result": 10,  # ViP Tables 1, 2, 4-11
+    "figure_vip_evaluations": 2,  # ViP Figures 1 and 5
     "bundle_report": 1,
     "bundle": 1,
     "all": 1,
 }
 # 3 datasets x 4 shards of 512 images, (Syn)-ViP micro and pico, the LAION stand-in
 # (8 shards of 512 crops), and DP runs: vip_micro, vip_pico, both from random
-# initialisation, and micro's dataset-size, batch, decoder and mask-ratio ablations
+# initialisation, and micro's dataset-size, batch, decoder, mask-ratio and epsilon ablations;
+# evaluations: 12 linear probes (every MAE), 7 few-shot (Tables 2, 7, 10, Figure 5; ResNet-50
+# as the CNN baseline), COCO, ADE20K and DP fine-tuning of syn_vip_micro and vip_micro
 ALL_JOBS = COMMON_JOBS | {
     "synthetic_shard": 12, "synthetic_index": 3, "syn_vip": 2, "syn_vip_reconstructions": 2,
-    "laion_natural_shard": 8, "laion_index": 1, "dp_mae": 10,
+    "laion_natural_shard": 8, "laion_index": 1, "dp_mae": 10, "evaluate": 12 + 8 + 2 + 2 + 2, "coco_standin": 2,
 }
 # Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
 # ... (Syn)-ViP for the five sizes of ViP Table 3, LAION-233M indexed where it lies, and
@@ -67,7 +71,7 @@ ALL_JOBS = COMMON_JOBS | {
 # 2 batch sizes, 3 decoder depths, 2 mask ratios
 PAPER_JOBS = COMMON_JOBS | {
     "synthetic_shard": 210 + 21 + 260 + 21, "synthetic_index": 4, "syn_vip": 5, "syn_vip_reconstructions": 5,
-    "laion_index": 1, "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2,
+    "laion_index": 1, "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2, "evaluate": 123,
 }
 
 
@@ -87,7 +91,13 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     syn_vip_jobs = re.findall(r"rule syn_vip:\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(syn_vip_jobs) == 5 and all("gpu=8" in resources for resources in syn_vip_jobs)
     dp_jobs = re.findall(r"rule dp_mae:\n(?:    .*\n)*?    resources: (.*)", done.output)
-    assert len(dp_jobs) == 19 and all("gpu=8" in resources and "runtime=2880" in resources for resources in dp_jobs)
+    assert len(dp_jobs) == 21 and all("gpu=8" in resources and "runtime=2880" in resources for resources in dp_jobs)
+    # each evaluation asks for one GPU and its task's wall time
+    evaluations = re.findall(r"rule evaluate:\n(?:    .*\n)*?    output: results/evaluate/(\w+)/.*\n(?:    .*\n)*?    resources: (.*)", done.output)
+    tasks = {task: sum(1 for t, _ in evaluations if t == task) for task, _ in evaluations}
+    assert tasks == {"linear_probe": 64, "few_shot": 53, "coco": 2, "ade20k": 2, "dp_finetune": 2}
+    runtime = {"linear_probe": 1440, "few_shot": 240, "coco": 4320, "ade20k": 1440, "dp_finetune": 2880}
+    assert all("gpu=1" in resources and f"runtime={runtime[task]}" in resources for task, resources in evaluations)
 
 
 def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_path):
@@ -114,6 +124,8 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
         ("dp_pretrain: {ablations: {dataset_size: [100]}}", "dp_pretrain run vip_micro_n100: batch_size 256 exceeds the 100 examples"),
         ("dp_pretrain: {settings: {sigma: 0.5}}", "sigma"),
         ("dp_pretrain: {ablation_model: nano}", "dp_pretrain.ablation_model 'nano' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size"),
+        ("evaluate: {few_shot: {datasets: {Aircraft: [10]}}}", "evaluate.few_shot uses dataset 'Aircraft', which evaluate.datasets does not define"),
+        ("evaluate: {datasets: {ImageNet-1K: {source: folder}}}", "config key 'evaluate.datasets.ImageNet-1K.source': 'folder' is not one of"),
     ],
 )
 def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path, bad_config, message):
@@ -122,6 +134,21 @@ def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path,
     done = snakemake(tmp_path, "-n", "--configfile", str(bad))
     assert done.returncode != 0
     assert message in done.output and "Job stats" not in done.output
+
+
+VIP_TABLE_EVALUATIONS = {  # what each ViP table evaluates in the embedded default
+    "vip_table1": 2, "vip_table2": 3, "vip_table4": 4, "vip_table5": 2, "vip_table6": 2,
+    "vip_table7": 2, "vip_table8": 3, "vip_table9": 4, "vip_table10": 8, "vip_table11": 3,
+}
+
+
+@pytest.mark.parametrize("table", sorted(VIP_TABLE_EVALUATIONS))
+def test_each_vip_table_alone_asks_only_for_its_own_evaluations(tmp_path, table):
+    done = snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
+    assert done.returncode == 0, done.output
+    counts = job_counts(done.output)
+    assert counts["table_vip_result"] == 1 and counts.get("evaluate", 0) == VIP_TABLE_EVALUATIONS[table]
+    assert "bundle" not in counts and "figure_vip_evaluations" not in counts
 
 
 def test_lint_is_clean(tmp_path):
@@ -159,9 +186,21 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
         "figures/vip_figure6.png", "figures/vip_figure6.pdf", "report/report.html", "provenance.json",
         "tables/vip_table3.csv", "figures/syn_vip_loss.png", "figures/syn_vip_reconstructions.png",
         "tables/vip_dp_runs.csv", "figures/vip_figure3a.png", "figures/vip_figure3b.pdf", "figures/vip_figure4a.png",
-        "figures/vip_figure4b.png", "figures/vip_figure7.png",
+        "figures/vip_figure4b.png", "figures/vip_figure7.png", "figures/vip_figure1.png", "figures/vip_figure5.pdf",
+        *(f"tables/vip_table{n}.{kind}" for n in (1, 2, 4, 5, 6, 7, 8, 9, 10, 11) for kind in ("csv", "md", "tex")),
     ):
         assert (bundle / name).is_file(), name
+    # The ViP tables hold real numbers from the runs, beside the paper's.
+    table4 = (tmp_path / "results/tables/vip_table4.csv").read_text()
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "results/tables/vip_table4.csv").set_index("model")
+    assert table.at["ViP", "COCO AP box (paper)"] == 45.2 and 0 <= table.at["ViP", "COCO AP box (ours)"] <= 100
+    assert 0 < table.at["(Syn)-ViP", "ADE20K mIoU (ours)"] <= 100, table4
+    table5 = pd.read_csv(tmp_path / "results/tables/vip_table5.csv").set_index("model")
+    assert 7 < table5.at["ViP", "epsilon (ours)"] <= 8 and table5.at["ViP", "delta (ours)"] == 1 / (2 * 1437)
+    table1 = pd.read_csv(tmp_path / "results/tables/vip_table1.csv").set_index("model")
+    assert table1.at["ViP-LAION", "ImageNet-1K (ours)"] > 50  # digits: chance is 10%
 
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output

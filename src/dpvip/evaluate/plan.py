@@ -72,7 +72,10 @@ class EvaluationPlan:
         """The part of the `evaluate` config that `evaluation` reads."""
         datasets = self.section.get("datasets", {})
         used = {evaluation.dataset: datasets[evaluation.dataset]} if evaluation.dataset else {}
-        return {"image_size": self.section.get("image_size"), "datasets": used, evaluation.task: self.section.get(evaluation.task, {})}
+        part = {"image_size": self.section.get("image_size"), "datasets": used, evaluation.task: self.section.get(evaluation.task, {})}
+        if evaluation.task in ("coco", "ade20k"):  # their stand-in
+            part["shapes"] = self.section.get("shapes", {})
+        return part
 
     def evaluation(self, backbone: str, metric: str) -> Evaluation | None:
         """The job that measures `metric` of `backbone`; None for a run fact or a metric the

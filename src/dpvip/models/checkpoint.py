@@ -3,14 +3,14 @@ so a checkpoint can never be loaded into a network of another size."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings, mae_size
-from dpvip.models.mae import MaskedAutoencoder
+from dpvip.models.mae import MaskedAutoencoder, encoder_at
 from dpvip.train.checkpoint import load, save_atomic
 
 FORMAT = "dpvip.mae/1"
@@ -69,16 +69,11 @@ def load_mae(path: str | Path, expected: MAESettings | None = None, device: str 
 
 def load_mae_at(path: str | Path, image_size: int | None = None, device: str | torch.device = "cpu") -> tuple[MaskedAutoencoder, dict]:
     """(model, record) from `path`, rebuilt for `image_size` inputs (downstream tasks see
-    larger images than pre-training): the position embeddings are fixed sin-cos buffers,
-    not weights, so every stored tensor still fits."""
-    payload = read_mae(path)
-    settings = MAESettings(**payload["settings"])
-    if image_size is not None and image_size != settings.image_size:
-        settings = replace(settings, image_size=image_size)
-        try:
-            settings.check()
-        except DpvipInputError as err:
-            raise DpvipInputError(f"{path} at {image_size} px: {err}") from None
-    model = MaskedAutoencoder(settings)
-    model.load_state_dict(payload["model"])
-    return model.to(device), payload["record"]
+    larger images than pre-training; see `encoder_at`)."""
+    model, record = load_mae(path, device=device)
+    if image_size is None or image_size == model.settings.image_size:
+        return model, record
+    try:
+        return encoder_at(model, image_size), record
+    except DpvipInputError as err:
+        raise DpvipInputError(f"{path} at {image_size} px: {err}") from None

@@ -14,7 +14,9 @@ example (the mean squared error over that example's masked patches).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+
+from dataclasses import dataclass, replace
 from functools import partial
 
 import torch
@@ -179,3 +181,15 @@ class MaskedAutoencoder(nn.Module):
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters (the fixed position embeddings are buffers and not counted)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def encoder_at(mae: MaskedAutoencoder, image_size: int) -> MaskedAutoencoder:
+    """A copy of `mae` taking `image_size` inputs. The sin-cos positions are a buffer that is
+    not saved, so the rebuilt network has them for its own grid and every weight loads."""
+    if mae.settings.image_size == image_size:
+        return copy.deepcopy(mae)
+    settings = replace(mae.settings, image_size=image_size)
+    settings.check()
+    rebuilt = MaskedAutoencoder(settings, in_chans=mae.in_chans)
+    rebuilt.load_state_dict(mae.state_dict())
+    return rebuilt.to(next(mae.parameters()).device)
