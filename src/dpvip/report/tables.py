@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,10 @@ TABLE_SUFFIXES = (".csv", ".md", ".tex")
 def _formatted(frame: pd.DataFrame, digits: int) -> pd.DataFrame:
     def fmt(value):
         if isinstance(value, float):
+            if math.isnan(value):
+                return ""  # a cell with no value (e.g. not reproduced)
+            if value.is_integer() and abs(value) < 1e15:
+                return str(int(value))  # counts such as 98304 keep every digit
             return f"{value:.{digits}g}"
         return value
 
