@@ -1,0 +1,57 @@
+"""One evaluation job end to end on a tiny checkpoint: its result file holds the table
+columns beside what produced them (settings, data and stand-in, grid, ledger)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from dpvip.evaluate.jobs import run_evaluation
+from dpvip.evaluate.plan import Evaluation
+from dpvip.models import MAESettings
+from dpvip.models.checkpoint import save_mae
+from dpvip.models.mae import MaskedAutoencoder
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+FEATURES = {"pooling": "mean", "last_blocks": 1, "final_norm": True}
+SECTION = {
+    "image_size": 16,
+    "datasets": {"ImageNet-1K": {"source": "digits", "test_fraction": 0.2, "seed": 0}},
+    "linear_probe": {"epochs": 5, "warmup_epochs": 1, "batch_size": 256, "blrs": [16.0, 1.0], "weight_decay": 0.0, "augment": False, "seed": 0, "features": FEATURES},
+    "dp_finetune": {
+        "dataset": "ImageNet-1K", "batch_size": 512, "noise_multiplier": 1.0, "steps": 3, "lr": 1e-2, "weight_decay": 0.005, "warmup_steps": 1,
+        "clip_norm": 1.0, "delta": None, "accountant": "rdp", "micro_batch": 256, "seed": 0, "features": FEATURES,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("mae") / "model.pt"
+    save_mae(MaskedAutoencoder(MAESettings("pico", image_size=32, patch_size=4)), path, {})
+    return str(path)
+
+
+def test_a_probe_job_writes_its_column_grid_and_stand_in(tmp_path, checkpoint):
+    out = tmp_path / "probe.json"
+    run_evaluation(Evaluation("linear_probe", "vip_pico", "ImageNet-1K"), SECTION, checkpoint, out)
+    result = json.loads(out.read_text())
+    assert result["evaluation"] == {"task": "linear_probe", "backbone": "vip_pico", "dataset": "ImageNet-1K", "shots": None}
+    assert result["columns"]["ImageNet-1K"] == 100 * result["grid"]["accuracy"] > 20  # chance: 10%
+    assert set(result["grid"]["grid"]) == {"16.0", "1.0"}
+    assert result["data"] == {"stand_in": "scikit-learn digits", "train": 1437, "test": 360}
+    assert result["settings"]["augmentation"] == "none: features computed once"
+
+
+def test_a_dp_finetune_job_writes_its_ledger(tmp_path, checkpoint):
+    out = tmp_path / "dp.json"
+    run_evaluation(Evaluation("dp_finetune", "vip_pico", "ImageNet-1K"), SECTION, checkpoint, out)
+    result = json.loads(out.read_text())
+    ledger = result["privacy"]
+    assert ledger["steps_done"] == ledger["planned_steps"] == 3 and ledger["noise_multiplier"] == 1.0
+    assert ledger["sample_rate"] == 512 / 1437 and ledger["delta"] == 1 / (2 * 1437)
+    assert result["columns"] == {"Top-1 Accuracy": pytest.approx(result["columns"]["Top-1 Accuracy"]), "epsilon": ledger["epsilon_spent"], "delta": ledger["delta"]}
+    assert 0 < ledger["epsilon_spent"] < 100
