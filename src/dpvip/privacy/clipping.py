@@ -13,8 +13,16 @@ the unclipped parameter gradient. From activations and backprops, per layer:
   of T in out) and the clipped sum is one matmul, (c * G)^T A, as in Bu et al.'s book-keeping
   clipping. Otherwise the per-example gradients are formed, which then costs no more memory
   than the activations and backprops they replace, and the clipped sum is their weighted sum.
-- Other layers (LayerNorm, the patch-embedding Conv2d): per-example gradients from opacus'
-  grad samplers (small for these layers), their norms, and a weighted sum.
+- Other layers (LayerNorm, GroupNorm, Conv2d: the ViT patch embedding, DP-RandP's GroupNorm
+  WRN-16-4): per-example gradients from opacus' grad samplers, their norms, and a weighted
+  sum. Every layer type opacus has a grad sampler for is accepted this way.
+
+Augmentation multiplicity (`views=K`, De et al. 2022, used by DP-RandP Phases II/III): the
+loss rows are K augmented views per example, example-major (rows iK ... iK + K - 1 are
+example i), and an example's gradient is the MEAN of its K views' gradients, clipped as one.
+The loss sum is divided by K before the backward pass, so backprops are already averaged;
+a Linear layer then treats an example's K views as K times the tokens (G_i^T A_i sums over
+them), and the sampled layers sum their K per-row gradients.
 
 The clip is flat over the whole model: c_i = min(1, C / (||g_i|| + 1e-6)), opacus' factor.
 A per-example loss must depend on its own example only (no batch statistics), as in MAE.
@@ -49,12 +57,14 @@ class _Call:
     activations: torch.Tensor
     output: torch.autograd.graph.GradientEdge  # not the tensor: that is freed as usual
     backprops: torch.Tensor | None = None
+    views: int = 1  # rows per example: an example's rows are consecutive
     parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
 
 
-def _as_tokens(tensor: torch.Tensor) -> torch.Tensor:
-    """(batch, tokens, features) in fp32, whatever the leading shape."""
-    return tensor.reshape(tensor.shape[0], -1, tensor.shape[-1]).float()
+def _as_tokens(tensor: torch.Tensor, views: int = 1) -> torch.Tensor:
+    """(examples, tokens, features) in fp32, whatever the leading shape; an example's
+    `views` consecutive rows become one example with `views` times the tokens."""
+    return tensor.reshape(tensor.shape[0] // views, -1, tensor.shape[-1]).float()
 
 
 def _squares(per_example: torch.Tensor) -> torch.Tensor:
@@ -63,7 +73,7 @@ def _squares(per_example: torch.Tensor) -> torch.Tensor:
 
 
 def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
-    a, g = _as_tokens(call.activations), _as_tokens(call.backprops)
+    a, g = _as_tokens(call.activations, call.views), _as_tokens(call.backprops, call.views)
     tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
     squared = []
     if layer.weight.requires_grad:
@@ -102,7 +112,8 @@ def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
     """Per-example gradients from opacus' grad sampler for the layer's type."""
     sampler = GradSampleModule.GRAD_SAMPLERS[type(layer)]
     per_example = sampler(layer, [call.activations], call.backprops)
-    call.parts = {param: grad.float() for param, grad in per_example.items()}
+    # Per row, then summed over an example's views (the backprops already carry the 1 / K).
+    call.parts = {param: grad.float().unflatten(0, (-1, call.views)).sum(1) for param, grad in per_example.items()}
     return [_squares(grad) for grad in call.parts.values()]
 
 
@@ -119,12 +130,17 @@ def _rules(layer: nn.Module):
 
 class ClippedGradientSum:
     """Accumulates sum_i clip_C(grad l_i) of `model` over micro-batches into `self.sums`
-    (fp32, one tensor per trainable parameter, in `self.params` order)."""
+    (fp32, one tensor per trainable parameter, in `self.params` order).
 
-    def __init__(self, model: nn.Module, clip_norm: float):
+    With `views=K`, the losses of `add` have K rows per example (example-major) and grad l_i
+    is the mean over its K rows (augmentation multiplicity)."""
+
+    def __init__(self, model: nn.Module, clip_norm: float, views: int = 1):
         if not clip_norm > 0:
             raise DpvipInputError(f"clip norm {clip_norm} must be positive")
-        self.model, self.clip_norm = model, float(clip_norm)
+        if not (isinstance(views, int) and views >= 1):
+            raise DpvipInputError(f"views per example must be a positive integer, not {views!r}")
+        self.model, self.clip_norm, self.views = model, float(clip_norm), views
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.layers = self._watched_layers()
         self._calls: dict[nn.Module, _Call] = {}
@@ -162,7 +178,8 @@ class ClippedGradientSum:
 
     def add(self, per_example_losses: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Run `per_example_losses()` (a forward pass returning one loss per example), add the
-        clipped gradients of its examples to the sums; returns (losses, unclipped norms)."""
+        clipped gradients of its examples to the sums; returns (losses, unclipped norms).
+        With `views=K` the losses are K rows per example and the norms one per example."""
         self._calls.clear()
         self._recording = True
         try:
@@ -171,22 +188,28 @@ class ClippedGradientSum:
             self._recording = False
         calls = [(layer, call) for layer, call in self._calls.items()]
         self._calls.clear()
+        if losses.shape[0] % self.views:
+            raise DpvipInputError(f"{losses.shape[0]} loss rows are not {self.views} views per example")
+        examples = losses.shape[0] // self.views
         if losses.numel() == 0:
             return losses.detach(), losses.detach().float()
-        backprops = list(torch.autograd.grad(losses.sum(), [call.output for _, call in calls], allow_unused=True))
+        # Dividing by K makes every backprop, hence every per-example gradient, a mean over views.
+        total = losses.sum() if self.views == 1 else losses.sum() / self.views
+        backprops = list(torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True))
         squared = []
         for k, (layer, call) in enumerate(calls):
             call.output, call.backprops, backprops[k] = None, backprops[k], None  # one reference each
+            call.views = self.views
             if call.backprops is not None:  # a layer the loss did not use contributes nothing
                 squared += self._layer_rules[layer][0](layer, call)
             call.activations = call.backprops = None  # `parts` keeps what the sum needs
-        norms = torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(losses.shape[0], device=losses.device)
+        norms = torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(examples, device=losses.device)
         factors = clip_factors(norms, self.clip_norm)
         for layer, call in calls:
             if call.parts:
                 self._layer_rules[layer][1](layer, call, factors, self._sum_of)
             call.parts = {}
-        self.examples += losses.shape[0]
+        self.examples += examples
         return losses.detach(), norms
 
     def reset(self) -> None:
