@@ -38,3 +38,21 @@ def dpvip_json(*args: str) -> dict:
     done = run_dpvip(*args, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+@pytest.fixture
+def linear_paths(monkeypatch):
+    """Spy on the Linear rule: layer -> the weight path taken ('ghost' or 'formed')."""
+    seen = {}
+    from dpvip.privacy import clipping
+
+    original = clipping._linear_squared_norms
+
+    def spy(layer, call):
+        squared = original(layer, call)
+        if "weight" in call.parts:
+            seen[layer] = call.parts["weight"][0]
+        return squared
+
+    monkeypatch.setattr(clipping, "_linear_squared_norms", spy)
+    return seen

@@ -9,7 +9,6 @@ from torch import nn
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings
 from dpvip.models.mae import MaskedAutoencoder
-from dpvip.privacy import clipping
 from dpvip.privacy.clipping import CLIP_EPSILON, ClippedGradientSum
 from dpvip.synthetic.family import thread_invariant
 
@@ -52,22 +51,6 @@ def assert_sums_close(ours, reference, rtol):
         scale = want.abs().max().item()
         error = (got.double() - want).abs().max().item()
         assert error <= rtol * scale + 1e-12, f"parameter {k} {tuple(want.shape)}: error {error:.3g}, scale {scale:.3g}"
-
-
-@pytest.fixture
-def linear_paths(monkeypatch):
-    """Spy on the Linear rule: layer -> the weight path taken ('ghost' or 'formed')."""
-    seen = {}
-    original = clipping._linear_squared_norms
-
-    def spy(layer, call):
-        squared = original(layer, call)
-        if "weight" in call.parts:
-            seen[layer] = call.parts["weight"][0]
-        return squared
-
-    monkeypatch.setattr(clipping, "_linear_squared_norms", spy)
-    return seen
 
 
 # --- the micro MAE ------------------------------------------------------------------------

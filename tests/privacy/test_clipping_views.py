@@ -7,7 +7,6 @@ import torch
 from torch import nn
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import clipping
 from dpvip.privacy.clipping import CLIP_EPSILON, ClippedGradientSum
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -65,22 +64,8 @@ def naive_mean_view_clipped_sum(model, x, views, clip_norm):
     return sums, torch.stack(norms)
 
 
-@pytest.fixture
-def weight_paths(monkeypatch):
-    seen = {}
-    original = clipping._linear_squared_norms
-
-    def spy(layer, call):
-        squared = original(layer, call)
-        seen[layer] = call.parts["weight"][0]
-        return squared
-
-    monkeypatch.setattr(clipping, "_linear_squared_norms", spy)
-    return seen
-
-
 @pytest.mark.parametrize("size, tokens_path", [(1, "ghost"), (4, "formed")])
-def test_mean_over_views_then_clip_equals_naive_loop(size, tokens_path, weight_paths):
+def test_mean_over_views_then_clip_equals_naive_loop(size, tokens_path, linear_paths):
     model, views = mixed_model(), 3
     x = views_of(EXAMPLES, views, size)
     _, norms = naive_mean_view_clipped_sum(model, x, views, 1.0)
@@ -96,7 +81,7 @@ def test_mean_over_views_then_clip_equals_naive_loop(size, tokens_path, weight_p
     torch.testing.assert_close(got_norms.double(), norms, rtol=1e-6, atol=0)
     for got, ref in zip(summer.sums, want):
         assert (got.double() - ref).abs().max() <= 1e-5 * ref.abs().max() + 1e-12
-    paths = {name: weight_paths[getattr(model, name)] for name in ("tokens", "wide", "narrow")}
+    paths = {name: linear_paths[getattr(model, name)] for name in ("tokens", "wide", "narrow")}
     assert paths == {"tokens": tokens_path, "wide": "ghost", "narrow": "formed"}
 
 
