@@ -41,6 +41,8 @@ class WRNSize:
 
 
 WRN_SIZES = {
+    "wrn10_1": WRNSize(10, 1),  # CPU size (embedded default): 77,850 parameters
+    "wrn16_1": WRNSize(16, 1),  # CPU size, deeper: the embedded stand-in for WRN-40-4
     "wrn16_4": WRNSize(16, 4),  # DP-RandP's main network
     "wrn40_4": WRNSize(40, 4),  # DP-RandP Table 12
 }

@@ -1,0 +1,210 @@
+"""DP-RandP Phases II and III: DP-SGD on the classifier head of the (Phase I) network, then
+on the whole network, under one privacy budget.
+
+One ledger covers the whole run: sigma is calibrated (PRV by default, as the paper) for all
+`steps` at q = B / n and (epsilon, delta); Phase II spends the first `phase2_steps` steps
+of it and Phase III the rest, so the two phases together spend exactly the run's epsilon,
+and the share of Phase II is the accountant's epsilon after `phase2_steps` steps (the
+x-axis of the paper's Fig. 6). Epsilon inf is clipping without noise (no ledger).
+
+Each step: the ledger is charged; a Poisson batch is drawn; each example gets K augmented
+views from its own seed (`augmult`); its gradient is the mean over its views, clipped to C
+as one (`ClippedGradientSum(views=K)`); the sum gets N(0, sigma^2 C^2) once and is divided
+by B; SGD steps; the EMA of the weights is updated. The EMA model is what is reported.
+In Phase II only the head is trainable: the frozen body has no gradient, and with
+GroupNorm (no BatchNorm anywhere) no batch statistic mixes examples in either phase.
+The run's state is saved every `checkpoint_every` steps and at the end; a rerun resumes it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from dpvip.errors import DpvipInputError
+from dpvip.evaluate.finetune import classifier_accuracy
+from dpvip.files import sha256
+from dpvip.models.wrn import WideResNet
+from dpvip.privacy.clipping import ClippedGradientSum
+from dpvip.privacy.ema import EMA
+from dpvip.privacy.ledger import PrivacyLedger
+from dpvip.privacy.noise import noise_generator, privatize
+from dpvip.privacy.optimizers import make_optimizer, set_gradients
+from dpvip.privacy.sampling import NOISE, PoissonBatches, example_seed
+from dpvip.randp.augmult import augmult_views
+from dpvip.randp.private_settings import PrivateSettings
+from dpvip.seeds import derive
+from dpvip.train import checkpoint
+from dpvip.train.run import StopRequest
+from dpvip.train.settings import first_difference
+
+
+def fresh_network(model: str, classes: int, seed: int) -> WideResNet:
+    """A randomly initialised network (the cold start), its head zeroed like the warm one's."""
+    torch.manual_seed(seed)
+    network = WideResNet(model, classes)
+    nn.init.zeros_(network.classifier.weight)
+    nn.init.zeros_(network.classifier.bias)
+    return network
+
+
+def check_no_batchnorm(network: nn.Module) -> None:
+    for name, layer in network.named_modules():
+        if isinstance(layer, nn.modules.batchnorm._BatchNorm):
+            raise DpvipInputError(f"layer '{name}' is a BatchNorm: its batch statistics mix examples, which DP training cannot have")
+
+
+class PrivateTraining:
+    def __init__(self, settings: PrivateSettings, splits: dict, network: nn.Module, run_dir: str | Path, init: str | Path | None = None, progress: bool = True):
+        settings.check()
+        check_no_batchnorm(network)
+        self.settings, self.splits, self.network, self.progress = settings, splits, network, progress
+        self.train = splits["train"]
+        self.examples = len(self.train)
+        self.sample_rate = settings.sample_rate(self.examples)
+        self.ledger = None
+        if settings.private:
+            self.ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta, settings.clip_norm)
+        self.state_path = Path(run_dir) / "state.pt"
+        self.init = str(init) if init else "random"
+        self.init_fingerprint = sha256(init) if init else "random"
+        self.ema = EMA(network, settings.ema_decay)
+        self.sampler = PoissonBatches(self.examples, self.sample_rate, settings.steps, settings.seed)
+        self.noise_seed = derive(settings.seed, NOISE)
+        self.device = next(network.parameters()).device
+        self.step, self.curve, self.clipped = 0, [], 0
+        self.phase = None  # (phase, clipper, optimizer) of the current phase
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self.ledger.noise_multiplier if self.ledger else 0.0
+
+    def fingerprint(self) -> dict:
+        return {"settings": self.settings.fingerprint(), "init": self.init_fingerprint, "examples": self.examples}
+
+    # --- phases ----------------------------------------------------------------------------
+    def _enter(self, phase: int) -> None:
+        """Make the head (phase 2) or everything (phase 3) trainable, with its own clipper
+        and SGD optimizer."""
+        if self.phase and self.phase[0] == phase:
+            return
+        if self.phase:
+            self.phase[1].close()
+        for name, param in self.network.named_parameters():
+            param.requires_grad_(phase == 3 or name.startswith("classifier."))
+        clipper = ClippedGradientSum(self.network, self.settings.clip_norm, views=self.settings.augmult)
+        lr = self.settings.lr_phase2 if phase == 2 else self.settings.lr_phase3
+        optimizer = make_optimizer("sgd", clipper.params, lr, momentum=self.settings.momentum)
+        self.phase = (phase, clipper, optimizer)
+
+    def _step(self) -> float:
+        s = self.settings
+        if self.ledger:
+            self.ledger = self.ledger.charge()  # before the noisy gradient exists
+        self._enter(2 if self.step < s.phase2_steps else 3)
+        phase, clipper, optimizer = self.phase
+        self.network.train()
+        clipper.reset()
+        chosen = self.sampler.indices(self.step)
+        loss_sum = 0.0
+        for start in range(0, len(chosen), s.micro_batch):
+            indices = chosen[start : start + s.micro_batch]
+            seeds = [example_seed(s.seed, self.step, int(i)) for i in indices]
+            views = augmult_views(self.train.images[indices].to(self.device), seeds, s.augmult, s.padding)
+            labels = self.train.labels[indices].to(self.device).repeat_interleave(s.augmult)
+            losses, norms = clipper.add(lambda: F.cross_entropy(self.network(views), labels, reduction="none"))
+            loss_sum += float(losses.sum()) / s.augmult
+            self.clipped += int((norms > s.clip_norm).sum())
+        gradients = privatize(clipper.sums, self.noise_multiplier, s.clip_norm, s.batch_size, noise_generator(self.noise_seed, self.step, self.device))
+        set_gradients(clipper.params, gradients)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        self.ema.update(self.step)
+        self.step += 1
+        self.curve.append({"step": self.step, "phase": phase, "loss": loss_sum / max(1, len(chosen)), "batch_size": len(chosen)})
+        return self.curve[-1]["loss"]
+
+    # --- state -----------------------------------------------------------------------------
+    def save_state(self) -> None:
+        phase = self.phase
+        state = {
+            "fingerprint": self.fingerprint(), "step": self.step, "network": self.network.state_dict(), "ema": self.ema.state_dict(),
+            "optimizer": phase[2].state_dict() if phase else None, "phase": phase[0] if phase else None,
+            "curve": self.curve, "clipped": self.clipped, "privacy": self.ledger.record() if self.ledger else None,
+        }
+        checkpoint.save_atomic(state, self.state_path)
+
+    def resume(self) -> None:
+        if not self.state_path.is_file():
+            return
+        state = checkpoint.load(self.state_path)
+        difference = first_difference(state["fingerprint"], self.fingerprint())
+        if difference:
+            raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete it to start over")
+        if self.ledger:
+            stored = PrivacyLedger.from_record(state["privacy"])
+            self.ledger.check_resume(stored, str(self.state_path))
+            if stored.steps_done != state["step"]:
+                raise DpvipInputError(f"{self.state_path}: its ledger counts {stored.steps_done} steps, its state {state['step']}")
+            self.ledger = stored
+        self.network.load_state_dict(state["network"])
+        self.ema.load_state_dict(state["ema"])
+        if state["phase"]:
+            self._enter(state["phase"])
+            self.phase[2].load_state_dict(state["optimizer"])
+        self.step, self.curve, self.clipped = state["step"], list(state["curve"]), state["clipped"]
+        if self.progress:
+            print(f"resuming {self.state_path.parent} at step {self.step} of {self.settings.steps}", flush=True)
+
+    # --- the run ---------------------------------------------------------------------------
+    def run(self) -> dict:
+        self.resume()
+        started = time.perf_counter()
+        s = self.settings
+        with tqdm(total=s.steps, initial=self.step, desc="DP-RandP phases II/III", unit="step", disable=not self.progress) as bar, StopRequest() as stop:
+            while self.step < s.steps:
+                loss = self._step()
+                bar.update()
+                bar.set_postfix(phase=self.phase[0], loss=f"{loss:.3f}")
+                if self.step % s.checkpoint_every == 0 or self.step == s.steps or stop.requested:
+                    self.save_state()
+                if stop.requested and self.step < s.steps:
+                    raise SystemExit(f"stopped by SIGTERM at step {self.step} of {s.steps}; state saved in {self.state_path}")
+        if self.phase:
+            self.phase[1].close()
+        return self.result(time.perf_counter() - started)
+
+    def privacy_record(self) -> dict:
+        if not self.ledger:
+            return {"accountant": None, "sample_rate": self.sample_rate, "noise_multiplier": 0.0, "clip_norm": self.settings.clip_norm, "delta": None,
+                    "target_epsilon": None, "planned_steps": self.settings.steps, "steps_done": self.step, "epsilon_spent": None, "epsilon_phase2": None, "examples": self.examples}
+        phase2 = PrivacyLedger.from_record(self.ledger.record() | {"steps_done": min(self.settings.phase2_steps, self.ledger.steps_done)})
+        return self.ledger.record() | {"epsilon_phase2": phase2.epsilon_spent(), "examples": self.examples}
+
+    def accuracy(self, model: nn.Module) -> dict:
+        return {split: (100.0 * classifier_accuracy(model, self.splits[split]) if split in self.splits else None) for split in ("test", "validation")}
+
+    def result(self, seconds: float) -> dict:
+        s = self.settings
+        return {
+            "accuracy": self.accuracy(self.ema.averaged),
+            "accuracy_live": self.accuracy(self.network),
+            "privacy": self.privacy_record(),
+            "batch_size": s.batch_size, "augmult": s.augmult, "steps": s.steps, "lr_phase2": s.lr_phase2, "lr_phase3": s.lr_phase3,
+            "clipped_fraction": self.clipped / max(1, sum(point["batch_size"] for point in self.curve)),
+            "init_checkpoint": self.init,
+            "curve": self.curve,
+            "settings": s.fingerprint(),
+            "seconds": seconds,
+        }
+
+
+def train_private(settings: PrivateSettings, splits: dict, network: nn.Module, run_dir: str | Path, init: str | Path | None = None, progress: bool = True) -> dict:
+    """Run (or resume) Phases II and III of one run; returns its result (without the run's
+    identity and data facts, which the caller adds)."""
+    return PrivateTraining(settings, splits, network, run_dir, init, progress).run()
