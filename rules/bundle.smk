@@ -6,6 +6,8 @@ BUNDLE_TABLES = [
     *table_files("vip_table3"),
     *table_files("vip_dp_runs"),
     *[path for table in VIP_TABLES for path in table_files(table)],
+    *[path for t in DPRANDP_TABLES for path in table_files(f"dprandp_{t}")],
+    *table_files("dprandp_claims"),
 ]
 BUNDLE_FIGURES = [
     *figure_files("vip_figure6"),
@@ -15,6 +17,7 @@ BUNDLE_FIGURES = [
     *[path for figure in DP_FIGURES for path in figure_files(figure)],
     *figure_files("vip_figure1"),
     *figure_files("vip_figure5"),
+    *[path for f in DPRANDP_FIGURES for path in figure_files(f"dprandp_{f}")],
 ]
 
 

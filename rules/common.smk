@@ -216,3 +216,57 @@ def mae_shapes():
         values = DP["settings"] | run.values
         shapes[name] = (run.model, values["image_size"], values["patch_size"])
     return shapes
+
+
+# DP-RandP: Phase I pre-trainings and private runs, exactly those some DP-RandP table,
+# figure or claim needs (dpvip.report.dprandp_rows), checked here before any job.
+from dpvip.randp.plan import DPRandPPlan
+from dpvip.randp.private_settings import private_settings
+from dpvip.report.dprandp_rows import FIGURES as DPRANDP_FIGURES
+from dpvip.report.dprandp_rows import TABLES as DPRANDP_TABLES
+from dpvip.report.dprandp_rows import all_runs, needs
+
+DPRANDP = f"{RESULTS}/dprandp"
+RANDP = config["dprandp"]
+try:
+    RANDP_PLAN = DPRandPPlan(RANDP, config["synthetic"]["datasets"])
+    RANDP_PHASE1 = {run.name: run for run in RANDP_PLAN.phase1_runs()}
+    RANDP_RUNS = {run.path: run for run in all_runs(RANDP_PLAN)}
+    RANDP_SETTINGS = {
+        path: private_settings(RANDP_PLAN, run) for path, run in RANDP_RUNS.items()
+    }
+except DpvipInputError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
+DPRANDP_VALUES = workflow_path(f"{config['paper_values']}/dprandp.csv")
+
+
+def phase1_inputs(wildcards):
+    dataset = RANDP_PHASE1[wildcards.phase1].dataset
+    # Ancient, like the shards: a regenerated shard rewrites an identical index. A change
+    # of the dataset's config reruns Phase I through its `data` param instead.
+    return {
+        "index": ancient(f"{SYNTHETIC}/{dataset}/index.json"),
+        "shards": [ancient(path) for path in SYNTHETIC_SHARDS[dataset]],
+    }
+
+
+def phase1_section(name):
+    """What a Phase I run reads of `dprandp.phase1` (its model, dataset and method are in its
+    name), so that changing MoCo's settings does not rerun the other runs."""
+    run = RANDP_PHASE1[name]
+    skip = {"model", "dataset", "method"} | (
+        {"moco"} if run.method != "moco" else set()
+    )
+    return {key: value for key, value in RANDP["phase1"].items() if key not in skip}
+
+
+def private_run_inputs(wildcards):
+    """The Phase I checkpoint a warm run starts from (nothing for a cold run)."""
+    run = RANDP_RUNS[wildcards.randp_run]
+    return {"init": [f"{DPRANDP}/{RANDP_PHASE1[run.init].path}"] if run.warm else []}
+
+
+def dprandp_results(name):
+    """([run path], [result file]) of what a DP-RandP table, figure or the claims read."""
+    paths = [run.path for run in needs(RANDP_PLAN, name)]
+    return paths, [f"{DPRANDP}/{path}.json" for path in paths]

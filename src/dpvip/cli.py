@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from dpvip.data.cli import add_data_commands
+from dpvip.randp.cli import add_dprandp_commands
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS as ACCOUNTANT_CHOICES
 
@@ -332,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pretrain(commands)
     _add_bench(commands)
     add_data_commands(commands)
+    add_dprandp_commands(commands)
     return parser
 
 

@@ -16,8 +16,11 @@ from dpvip.report.dprandp_rows import TABLES, all_runs, needs, table_rows
 
 @pytest.fixture(scope="module")
 def configs(root):
+    from snakemake.utils import update_config
+
     embedded = yaml.safe_load((root / "config" / "config.yaml").read_text())
-    paper = yaml.safe_load((root / "config" / "paper.yaml").read_text())
+    paper = copy.deepcopy(embedded)  # --configfile merges paper.yaml over the embedded default
+    update_config(paper, yaml.safe_load((root / "config" / "paper.yaml").read_text()))
     return embedded, paper
 
 
@@ -56,7 +59,14 @@ def test_paper_plan_has_the_papers_schedules(configs):
     assert plan.epsilons("CIFAR-100") == [3.0, 4.0, 6.0, 8.0, math.inf]
     settings = private_settings(plan, plan.run("DermaMNIST", plan.main_init, 1.0, 3))
     assert (settings.batch_size, settings.augmult, settings.clip_norm, settings.accountant, settings.ema_decay, settings.momentum) == (1024, 16, 1.0, "prv", 0.9999, 0.0)
+    assert (settings.image_size, settings.padding, settings.micro_batch) == (32, 4, 256)
     assert settings.seed == 3 and settings.model == "wrn16_4"
+    assert private_settings(plan, plan.run("CIFAR-10", None, math.inf, 0)).batch_size == 4096
+    # Phase I as the paper: its settings' defaults are the paper's values
+    from dpvip.randp.phase1_settings import Phase1Settings
+
+    phase1 = Phase1Settings.from_config(paper["dprandp"]["phase1"], "wrn16_4", "align_uniform")
+    assert phase1.fingerprint() == Phase1Settings(model="wrn16_4", method="align_uniform").fingerprint()
     # every table has runs for its own task, five seeds each
     assert {r.task for r in needs(plan, "table3")} == {"DermaMNIST"}
     assert all(len(runs) == 5 for row in table_rows(plan, "table1") for runs in row.cells.values())

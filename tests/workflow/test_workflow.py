@@ -52,6 +52,10 @@ COMMON_JOBS = {
     "figure_vip_dp_loss": 5,  # ViP Figures 3a, 3b, 4a, 4b and 7
     "table_vip_result": 10,  # ViP Tables 1, 2, 4-11
     "figure_vip_evaluations": 2,  # ViP Figures 1 and 5
+    "dprandp_phase1": 5,  # the main Phase I, two other synthetic sets, MoCo, a second model
+    "table_dprandp": 10,  # DP-RandP Tables 1, 2, 3, 6, 10, 11, 12, 16, 24, 25
+    "table_dprandp_claims": 1,
+    "figure_dprandp": 3,  # DP-RandP Figures 2, 4 and 6
     "bundle_report": 1,
     "bundle": 1,
     "all": 1,
@@ -64,6 +68,10 @@ COMMON_JOBS = {
 ALL_JOBS = COMMON_JOBS | {
     "synthetic_shard": 12, "synthetic_index": 3, "syn_vip": 2, "syn_vip_reconstructions": 2,
     "laion_natural_shard": 8, "laion_index": 1, "dp_mae": 10, "evaluate": 12 + 8 + 2 + 2 + 2, "coco_standin": 2,
+    # DP-RandP on digits, epsilon 1 and 8, 2 seeds: DP-RandP, w/o Phase II, Phase II only and
+    # cold (16); at epsilon 1 with seed 0: Table 10's two other Phase I sets (2), MoCo and the
+    # second model with and without Phase II (4), Table 25's other cold Phase II steps (2)
+    "dprandp_private": 16 + 2 + 4 + 2,
 }
 # Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
 # ... (Syn)-ViP for the five sizes of ViP Table 3, LAION-233M indexed where it lies, and
@@ -72,6 +80,9 @@ ALL_JOBS = COMMON_JOBS | {
 PAPER_JOBS = COMMON_JOBS | {
     "synthetic_shard": 210 + 21 + 260 + 21, "synthetic_index": 4, "syn_vip": 5, "syn_vip_reconstructions": 5,
     "laion_index": 1, "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2, "evaluate": 123,
+    # 5 seeds: CIFAR-10 (7 epsilons) x 4 variants, CIFAR-100 (5) and DermaMNIST (4) x 2;
+    # Tables 10-12, Figure 6 (20 other Phase II steps) and Table 25 (9 other) at epsilon 1
+    "dprandp_private": 5 * (7 * 4 + 5 * 2 + 4 * 2 + 2 + 7 * 2 + 6 * 2 + 20 + 9),
 }
 
 
@@ -98,6 +109,9 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     assert tasks == {"linear_probe": 64, "few_shot": 53, "coco": 2, "ade20k": 2, "dp_finetune": 2}
     runtime = {"linear_probe": 1440, "few_shot": 240, "coco": 4320, "ade20k": 1440, "dp_finetune": 2880}
     assert all("gpu=1" in resources and f"runtime={runtime[task]}" in resources for task, resources in evaluations)
+    randp = re.findall(r"rule dprandp_(phase1|private):\n(?:    .*\n)*?    resources: (.*)", done.output)
+    assert len(randp) == 5 + PAPER_JOBS["dprandp_private"]
+    assert all("gpu=1" in resources and f"runtime={2880 if kind == 'phase1' else 1440}" in resources for kind, resources in randp)
 
 
 def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_path):
@@ -151,6 +165,18 @@ def test_each_vip_table_alone_asks_only_for_its_own_evaluations(tmp_path, table)
     assert "bundle" not in counts and "figure_vip_evaluations" not in counts
 
 
+DPRANDP_TABLE_RUNS = {"dprandp_table6": (1, 4), "dprandp_table10": (3, 3), "dprandp_claims": (1, 16)}
+
+
+@pytest.mark.parametrize("table", sorted(DPRANDP_TABLE_RUNS))
+def test_each_dprandp_table_alone_asks_only_for_its_own_runs(tmp_path, table):
+    done = snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
+    assert done.returncode == 0, done.output
+    counts = job_counts(done.output)
+    assert (counts.get("dprandp_phase1", 0), counts["dprandp_private"]) == DPRANDP_TABLE_RUNS[table]
+    assert "evaluate" not in counts and "dp_mae" not in counts and "bundle" not in counts
+
+
 def test_lint_is_clean(tmp_path):
     done = snakemake(tmp_path, "--lint")
     assert done.returncode == 0, done.output
@@ -188,6 +214,8 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
         "tables/vip_dp_runs.csv", "figures/vip_figure3a.png", "figures/vip_figure3b.pdf", "figures/vip_figure4a.png",
         "figures/vip_figure4b.png", "figures/vip_figure7.png", "figures/vip_figure1.png", "figures/vip_figure5.pdf",
         *(f"tables/vip_table{n}.{kind}" for n in (1, 2, 4, 5, 6, 7, 8, 9, 10, 11) for kind in ("csv", "md", "tex")),
+        *(f"tables/dprandp_table{n}.csv" for n in (1, 2, 3, 6, 10, 11, 12, 16, 24, 25)),
+        "tables/dprandp_claims.md", "figures/dprandp_figure2.png", "figures/dprandp_figure4.pdf", "figures/dprandp_figure6.png",
     ):
         assert (bundle / name).is_file(), name
     # The ViP tables hold real numbers from the runs, beside the paper's.
@@ -201,6 +229,21 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
     assert 7 < table5.at["ViP", "epsilon (ours)"] <= 8 and table5.at["ViP", "delta (ours)"] == 1 / (2 * 1437)
     table1 = pd.read_csv(tmp_path / "results/tables/vip_table1.csv").set_index("model")
     assert table1.at["ViP-LAION", "ImageNet-1K (ours)"] > 50  # digits: chance is 10%
+
+    # DP-RandP: each run spends exactly its budget over both phases; the tables and the
+    # claims hold measured numbers beside the paper's.
+    import json
+
+    private = tmp_path / "results/dprandp/private/CIFAR-10"
+    result = json.loads((private / "randp_wrn10_1/p4_eps1_seed0.json").read_text())
+    ledger = result["privacy"]
+    assert ledger["steps_done"] == 24 and 0.99 < ledger["epsilon_spent"] <= 1.0 and 0 < ledger["epsilon_phase2"] < ledger["epsilon_spent"]
+    assert [p["phase"] for p in result["curve"]] == [2] * 4 + [3] * 20 and 0 <= result["accuracy"]["test"] <= 100
+    assert json.loads((private / "cold/p0_eps8_seed1.json").read_text())["init_checkpoint"] == "random"
+    randp = pd.read_csv(tmp_path / "results/tables/dprandp_table1.csv").set_index("row")
+    assert randp.at["DP-RandP", "epsilon=1 (paper)"] == 72.32 and 0 <= randp.at["DP-RandP", "epsilon=1 (ours)"] <= 100
+    claims = pd.read_csv(tmp_path / "results/tables/dprandp_claims.csv")
+    assert len(claims) == 4 and claims["held"].notna().all()
 
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output

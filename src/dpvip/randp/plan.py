@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
+from dpvip.randp.phase1_settings import METHODS
 
 COLD = "cold"
-METHODS = ("align_uniform", "moco")
 TASKS = ("CIFAR-10", "CIFAR-100", "DermaMNIST")
 MAIN_TASK = "CIFAR-10"  # where the paper runs its ablations
 

@@ -18,6 +18,7 @@ The run's state is saved every `checkpoint_every` steps and at the end; a rerun 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -135,7 +136,8 @@ class PrivateTraining:
         state = {
             "fingerprint": self.fingerprint(), "step": self.step, "network": self.network.state_dict(), "ema": self.ema.state_dict(),
             "optimizer": phase[2].state_dict() if phase else None, "phase": phase[0] if phase else None,
-            "curve": self.curve, "clipped": self.clipped, "privacy": self.ledger.record() if self.ledger else None,
+            # the ledger's mechanism and steps; its epsilon is computed once, for the result
+            "curve": self.curve, "clipped": self.clipped, "privacy": dataclasses.asdict(self.ledger) if self.ledger else None,
         }
         checkpoint.save_atomic(state, self.state_path)
 

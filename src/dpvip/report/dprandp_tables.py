@@ -52,6 +52,14 @@ EPOCHS = "Epochs for Phase II"
 
 
 # --- values of runs (shared with the figures and claims) -------------------------------------
+def read_results(runs: list[str], paths: list[str]) -> dict[str, dict]:
+    """{run path: result} from the result files of `runs` (in the same order)."""
+    import json
+    from pathlib import Path
+
+    return {run: json.loads(Path(path).read_text()) for run, path in zip(runs, paths, strict=True)}
+
+
 def accuracy(result: dict, metric: str = "test") -> float:
     value = result["accuracy"].get(metric)
     return math.nan if value is None else float(value)

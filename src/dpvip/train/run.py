@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from dpvip.data.images import AugmentedImages, collate_skipping_corrupt, mae_augmentation
@@ -54,10 +54,13 @@ class StopRequest:
 
 class MAERun(abc.ABC):
     """Subclasses set `self.model`, `self.optimizer`, `self.scheduler`, `self.sampler` and
-    `self.total_steps` in `__init__`, and implement `train_step`."""
+    `self.total_steps` in `__init__`, and implement `train_step`. Runs of other networks
+    (DP-RandP Phase I) override `dataset`, `empty_batch`, `save_model` and `fixed`."""
 
     stage = "mae"
     description = "MAE training"
+    # Recorded with model.pt: weights that training leaves as they are.
+    fixed: tuple[str, ...] = ("pos_embed", "decoder_pos_embed")
 
     def __init__(self, settings, data_index: str | Path, run_dir: str | Path, progress: bool = True):
         self.settings, self.run_dir, self.progress = settings, Path(run_dir), progress
@@ -86,6 +89,14 @@ class MAERun(abc.ABC):
 
     def final_record(self) -> dict:
         return {}
+
+    def dataset(self) -> Dataset:
+        """dataset[(index, seed)] -> (images, noise), or a CorruptSample."""
+        s = self.settings
+        return AugmentedImages(self.reader, mae_augmentation(s.model.image_size, s.crop_scale), self.model.num_patches)
+
+    def save_model(self, record: dict) -> None:
+        save_mae(self.model, self.run_dir / "model.pt", record)
 
     # --- state ---------------------------------------------------------------------------
     def fingerprint(self) -> dict:
@@ -127,13 +138,11 @@ class MAERun(abc.ABC):
 
     # --- training ------------------------------------------------------------------------
     def loader(self) -> DataLoader:
-        s = self.settings
         self.sampler.start_step, self.sampler.total_steps = self.step, self.total_steps
-        dataset = AugmentedImages(self.reader, mae_augmentation(s.model.image_size, s.crop_scale), self.model.num_patches)
         return DataLoader(
-            dataset,
+            self.dataset(),
             batch_sampler=self.sampler,
-            num_workers=s.workers,
+            num_workers=self.settings.workers,
             collate_fn=collate_skipping_corrupt,
             pin_memory=self.dist.device.type == "cuda",
         )
@@ -194,12 +203,12 @@ class MAERun(abc.ABC):
             "images_seen": self.images_seen,
             "skipped_samples": self.skipped,
             "trainable_parameters": count_parameters(self.model),
-            "fixed": ["pos_embed", "decoder_pos_embed"],
+            "fixed": list(self.fixed),
             "settings": self.settings.fingerprint(),
             "world_size": self.dist.world,
         } | self.final_record()
         if self.dist.is_main:
-            save_mae(self.model, self.run_dir / "model.pt", record)
+            self.save_model(record)
             shutil.copyfile(self.run_dir / "work" / "metrics.jsonl", self.run_dir / "metrics.jsonl")
         self.dist.barrier()
         self.dist.close()

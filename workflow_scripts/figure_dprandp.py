@@ -1,0 +1,16 @@
+"""results/figures/dprandp_<figure>.{png,pdf}: a DP-RandP figure, the paper's numbers beside ours."""
+
+from pathlib import Path
+
+from dpvip.logs import logging_to
+from dpvip.report.dprandp_tables import read_results
+from dpvip.report import dprandp_figures
+from dpvip.report.figures import save_figure
+from dpvip.report.paper_values import load_paper_values
+
+with logging_to(snakemake.log[0]):
+    p = snakemake.params
+    values = load_paper_values(Path(snakemake.input.paper_values).parent)
+    results = read_results(p.runs, snakemake.input.results)
+    draw = getattr(dprandp_figures, snakemake.wildcards.figure)
+    save_figure(draw(p.plan, results, values, p.scale), snakemake.output[0])

@@ -1,0 +1,16 @@
+"""results/tables/dprandp_<table>.{csv,md,tex}: one DP-RandP table, the paper's values beside ours."""
+
+from pathlib import Path
+
+from dpvip.logs import logging_to
+from dpvip.report.dprandp_tables import read_results
+from dpvip.report.dprandp_tables import dprandp_table
+from dpvip.report.paper_values import load_paper_values
+from dpvip.report.tables import write_table
+
+with logging_to(snakemake.log[0]):
+    p = snakemake.params
+    values = load_paper_values(Path(snakemake.input.paper_values).parent)
+    results = read_results(p.runs, snakemake.input.results)
+    frame, title, notes = dprandp_table(snakemake.wildcards.table, p.plan, results, values, p.scale)
+    write_table(frame, snakemake.output[0], title, notes)
