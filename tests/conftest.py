@@ -56,3 +56,18 @@ def linear_paths(monkeypatch):
 
     monkeypatch.setattr(clipping, "_linear_squared_norms", spy)
     return seen
+
+
+def write_synthetic_index(out: Path, family: str, images: int, resolution: int, shard_size: int, seed: int = 0, options: dict | None = None) -> Path:
+    """Generate a small synthetic dataset's shards and index.json in `out`; returns the index."""
+    from dpvip.files import write_json
+    from dpvip.synthetic.shards import build_index, shard_name, write_shard
+    from dpvip.synthetic.spec import DatasetSpec
+
+    values = {"family": family, "images": images, "resolution": resolution, "shard_size": shard_size, "seed": seed, "options": options or {}}
+    spec = DatasetSpec.from_config(family, values)
+    paths = [Path(out) / shard_name(shard) for shard in range(spec.shards)]
+    for shard, path in enumerate(paths):
+        write_shard(spec, shard, path, progress=False)
+    write_json(build_index(spec, paths), Path(out) / "index.json")
+    return Path(out) / "index.json"

@@ -15,11 +15,11 @@ import tarfile
 
 import pytest
 import torch
+from conftest import write_synthetic_index
 
 from dpvip.data.sampling import sample_seed
 from dpvip.data.shard_reader import ShardReader
 from dpvip.errors import DpvipInputError
-from dpvip.files import write_json
 from dpvip.models.wrn import WideResNet
 from dpvip.randp.phase1 import (
     EpochMilestones,
@@ -29,8 +29,7 @@ from dpvip.randp.phase1 import (
     train_phase1,
 )
 from dpvip.randp.phase1_views import view_pairs
-from dpvip.synthetic.shards import build_index, shard_name, write_shard
-from dpvip.synthetic.spec import DatasetSpec
+from dpvip.synthetic.shards import shard_name
 from dpvip.train import checkpoint
 from dpvip.train.metrics import read_metrics
 
@@ -49,14 +48,8 @@ def tiny(method: str = "align_uniform", **changes) -> Phase1Settings:
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
     """64 StyleGAN-Oriented images at 32 px in two shards (under a second)."""
-    folder = tmp_path_factory.mktemp("stylegan")
-    options = {"family": "stylegan_oriented", "images": IMAGES, "resolution": 32, "shard_size": SHARD_SIZE, "options": {"rebuild_every": 400, "block_size": 8}}
-    spec = DatasetSpec.from_config("stylegan_oriented", options)
-    paths = [folder / shard_name(shard) for shard in range(spec.shards)]
-    for shard, path in enumerate(paths):
-        write_shard(spec, shard, path, progress=False)
-    write_json(build_index(spec, paths), folder / "index.json")
-    return folder / "index.json"
+    options = {"rebuild_every": 400, "block_size": 8}
+    return write_synthetic_index(tmp_path_factory.mktemp("stylegan"), "stylegan_oriented", IMAGES, 32, SHARD_SIZE, options=options)
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from conftest import write_synthetic_index
 
 from dpvip.synthetic.family import thread_invariant
-from dpvip.files import write_json
-from dpvip.synthetic.shards import build_index, shard_name, write_shard
-from dpvip.synthetic.spec import DatasetSpec
+from dpvip.synthetic.shards import shard_name
 
 IMAGES, SHARD_SIZE = 512, 128
 # 2 epochs of 8 steps (batch 64 of 512 images); warm-up over half an epoch.
@@ -60,14 +59,7 @@ def _complete(folder: Path) -> None:
 
 
 def generate_shaders(out: Path, images: int, resolution: int, shard_size: int, seed: int = 0) -> Path:
-    spec = DatasetSpec.from_config(
-        "shaders", {"family": "shaders", "images": images, "resolution": resolution, "shard_size": shard_size, "seed": seed, "options": {"programs": 32}}
-    )
-    paths = [out / shard_name(shard) for shard in range(spec.shards)]
-    for shard, path in enumerate(paths):
-        write_shard(spec, shard, path, progress=False)
-    write_json(build_index(spec, paths), out / "index.json")
-    return out / "index.json"
+    return write_synthetic_index(out, "shaders", images, resolution, shard_size, seed, {"programs": 32})
 
 
 @pytest.fixture(scope="session")
