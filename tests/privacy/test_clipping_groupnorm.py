@@ -83,3 +83,28 @@ def test_small_wide_resnet_equals_per_example_loop():
     x = torch.randn(4, 3, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     labels = torch.tensor([0, 1, 2, 1])
     check_against_reference(model, lambda rows: nn.functional.cross_entropy(model(x[rows]), labels[rows], reduction="none"), len(x))
+
+
+@pytest.mark.parametrize("views", [1, 3])
+def test_convolutions_as_unfolded_linear_layers_equal_opacus_grad_sampler(views, monkeypatch):
+    """Conv2d goes through the Linear path on unfolded patches (ghost norms where cheaper,
+    formed per-example gradients elsewhere); it must give what opacus' conv sampler gives,
+    with augmentation multiplicity too."""
+    from dpvip.privacy import clipping
+
+    torch.manual_seed(0)
+    model = WideResNet(WRNSize(10, 1), num_classes=3).double()
+    x = torch.randn(4 * views, 3, 12, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    labels = torch.tensor([0, 1, 2, 1]).repeat_interleave(views)
+
+    def clipped(plain_conv: bool):
+        monkeypatch.setattr(clipping, "_plain_conv", lambda layer: plain_conv and type(layer) is nn.Conv2d)
+        summer = ClippedGradientSum(model, 0.05, views=views)
+        _, norms = summer.add(lambda: nn.functional.cross_entropy(model(x), labels, reduction="none"))
+        summer.close()
+        return norms, summer.sums
+
+    unfolded, sampled = clipped(True), clipped(False)
+    torch.testing.assert_close(unfolded[0], sampled[0], rtol=1e-6, atol=0)
+    for got, want in zip(unfolded[1], sampled[1]):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-9)

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from opacus.grad_sample import GradSampleModule
 from torch import nn
 
@@ -72,8 +73,9 @@ def _squares(per_example: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(per_example.reshape(per_example.shape[0], -1), dim=1).square()
 
 
-def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
-    a, g = _as_tokens(call.activations, call.views), _as_tokens(call.backprops, call.views)
+def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, call: _Call) -> list:
+    """Squared norms of a layer whose weight gradient is G_i^T A_i over tokens (Linear, and
+    Conv2d on unfolded patches); keeps what the clipped sum needs in `call.parts`."""
     tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
     squared = []
     if layer.weight.requires_grad:
@@ -92,7 +94,21 @@ def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
     return squared
 
 
-def _linear_add_clipped_sum(layer: nn.Linear, call: _Call, factors: torch.Tensor, sums: dict) -> None:
+def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
+    return _token_squared_norms(layer, _as_tokens(call.activations, call.views), _as_tokens(call.backprops, call.views), call)
+
+
+def _conv_squared_norms(layer: nn.Conv2d, call: _Call) -> list:
+    """A convolution is a Linear layer on its input's unfolded patches: tokens are output
+    positions (times the views), features the in-channels x kernel positions, in the order
+    of the weight's (in, kh, kw) flattening."""
+    patches = F.unfold(call.activations, layer.kernel_size, layer.dilation, layer.padding, layer.stride)
+    a = _as_tokens(patches.transpose(1, 2), call.views)
+    g = _as_tokens(call.backprops.flatten(2).transpose(1, 2), call.views)
+    return _token_squared_norms(layer, a, g, call)
+
+
+def _linear_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor, sums: dict) -> None:
     """Adds the layer's clipped sums into `sums[param]` (fp32, in place, no temporaries)."""
     for name, part in call.parts.items():
         total = sums[getattr(layer, name)]
@@ -102,7 +118,7 @@ def _linear_add_clipped_sum(layer: nn.Linear, call: _Call, factors: torch.Tensor
                 a = a * factors[:, None, None]
             else:
                 g = g * factors[:, None, None]
-            total.addmm_(g.reshape(-1, g.shape[2]).T, a.reshape(-1, a.shape[2]))
+            total.view(total.shape[0], -1).addmm_(g.reshape(-1, g.shape[2]).T, a.reshape(-1, a.shape[2]))
         else:
             per_example = part[1]
             total.view(-1).addmv_(per_example.reshape(per_example.shape[0], -1).T, factors)
@@ -122,9 +138,15 @@ def _sampled_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tenso
         sums[param].view(-1).addmv_(grad.reshape(grad.shape[0], -1).T, factors)
 
 
+def _plain_conv(layer: nn.Module) -> bool:
+    return type(layer) is nn.Conv2d and layer.groups == 1 and layer.padding_mode == "zeros" and not isinstance(layer.padding, str)
+
+
 def _rules(layer: nn.Module):
     if isinstance(layer, nn.Linear):
         return _linear_squared_norms, _linear_add_clipped_sum
+    if _plain_conv(layer):
+        return _conv_squared_norms, _linear_add_clipped_sum
     return _sampled_squared_norms, _sampled_add_clipped_sum
 
 
