@@ -272,21 +272,28 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
     again = torch.load(run / "model.pt")["model"]
     assert all(torch.equal(weights[name], again[name]) for name in weights)
 
-    # A lost shard is regenerated alone, with the same bytes: the other shards are not touched,
-    # the re-made index (which lists every shard's SHA-256) is identical, and only the cheap
-    # bookkeeping after it reruns.
-    synthetic = tmp_path / "results/synthetic/stylegan_oriented"
+    # A lost shard is regenerated alone, with the same bytes: the other shards are not touched
+    # and the re-made index (which lists every shard's SHA-256) is identical. Snakemake reruns
+    # what reads the shards (here dead leaves' Phase I run and its one private run), but both
+    # resume from their final states: no step is trained again and the results are identical.
+    synthetic = tmp_path / "results/synthetic/dead_leaves"
     shard, index = synthetic / "shard-000002.tar", synthetic / "index.json"
     others = {path: path.stat().st_mtime_ns for path in synthetic.glob("shard-*.tar") if path != shard}
     before, index_before = sha256(shard), index.read_bytes()
+    probe = private / "randp_wrn10_1_dead_leaves/p24_eps1_seed0.json"
+    probe_before = json.loads(probe.read_text())
     shard.unlink()
     redo = snakemake(tmp_path, "--cores", "2")
     assert redo.returncode == 0, redo.output
     assert job_counts(redo.output) == {
-        "synthetic_shard": 1, "synthetic_index": 1, "table_synthetic_datasets": 1, "bundle_report": 1, "bundle": 1, "all": 1,
+        "synthetic_shard": 1, "synthetic_index": 1, "table_synthetic_datasets": 1, "dprandp_phase1": 1, "dprandp_private": 1,
+        "table_dprandp": 1, "bundle_report": 1, "bundle": 1, "all": 1,
     }
     assert sha256(shard) == before and index.read_bytes() == index_before
     assert {path: path.stat().st_mtime_ns for path in others} == others
+    assert "resuming" in (tmp_path / "results/logs/dprandp/phase1_randp_wrn10_1_dead_leaves.log").read_text()
+    probe_after = json.loads(probe.read_text())
+    assert probe_after["accuracy"] == probe_before["accuracy"] and probe_after["curve"] == probe_before["curve"]
     assert verify_bundle(bundle).ok
 
 
