@@ -70,6 +70,15 @@ class PrivacyLedger:
     def from_record(cls, record: dict) -> PrivacyLedger:
         return cls(**{key: record[key] for key in (*cls.MECHANISM, "steps_done")})
 
+    def resumed(self, record: dict, step: int, where: str) -> PrivacyLedger:
+        """The stored ledger `record` of checkpoint `where`, whose run is at `step`, after
+        checking it has this ledger's mechanism and has counted exactly `step` steps."""
+        stored = PrivacyLedger.from_record(record)
+        self.check_resume(stored, where)
+        if stored.steps_done != step:
+            raise DpvipInputError(f"{where}: its ledger counts {stored.steps_done} steps, its state {step}")
+        return stored
+
     def check_resume(self, stored: PrivacyLedger, where: str) -> None:
         """Refuse to continue `stored` (from checkpoint `where`) with another mechanism."""
         for key in self.MECHANISM:

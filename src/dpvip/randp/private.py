@@ -149,11 +149,7 @@ class PrivateTraining:
         if difference:
             raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete it to start over")
         if self.ledger:
-            stored = PrivacyLedger.from_record(state["privacy"])
-            self.ledger.check_resume(stored, str(self.state_path))
-            if stored.steps_done != state["step"]:
-                raise DpvipInputError(f"{self.state_path}: its ledger counts {stored.steps_done} steps, its state {state['step']}")
-            self.ledger = stored
+            self.ledger = self.ledger.resumed(state["privacy"], state["step"], str(self.state_path))
         self.network.load_state_dict(state["network"])
         self.ema.load_state_dict(state["ema"])
         if state["phase"]:
@@ -185,7 +181,7 @@ class PrivateTraining:
         if not self.ledger:
             return {"accountant": None, "sample_rate": self.sample_rate, "noise_multiplier": 0.0, "clip_norm": self.settings.clip_norm, "delta": None,
                     "target_epsilon": None, "planned_steps": self.settings.steps, "steps_done": self.step, "epsilon_spent": None, "epsilon_phase2": None, "examples": self.examples}
-        phase2 = PrivacyLedger.from_record(self.ledger.record() | {"steps_done": min(self.settings.phase2_steps, self.ledger.steps_done)})
+        phase2 = dataclasses.replace(self.ledger, steps_done=min(self.settings.phase2_steps, self.ledger.steps_done))
         return self.ledger.record() | {"epsilon_phase2": phase2.epsilon_spent(), "examples": self.examples}
 
     def accuracy(self, model: nn.Module) -> dict:

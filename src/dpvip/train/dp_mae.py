@@ -67,11 +67,7 @@ class DPMAETraining(MAERun):
     def load_extra_state(self, state: dict) -> None:
         if "privacy" not in state:
             raise DpvipInputError(f"{self.state_path} holds no privacy ledger; it is not a DP run's state")
-        stored = PrivacyLedger.from_record(state["privacy"])
-        self.ledger.check_resume(stored, str(self.state_path))
-        if stored.steps_done != state["step"]:
-            raise DpvipInputError(f"{self.state_path}: its ledger counts {stored.steps_done} steps, its state {state['step']}")
-        self.ledger = stored
+        self.ledger = self.ledger.resumed(state["privacy"], state["step"], str(self.state_path))
 
     def log_fields(self) -> dict:
         return {"epsilon": self.ledger.epsilon_spent(), "delta": self.ledger.delta, "noise_multiplier": self.ledger.noise_multiplier} | self.last
