@@ -71,3 +71,19 @@ def write_synthetic_index(out: Path, family: str, images: int, resolution: int, 
         write_shard(spec, shard, path, progress=False)
     write_json(build_index(spec, paths), Path(out) / "index.json")
     return Path(out) / "index.json"
+
+
+def merged_config(*names: str) -> dict:
+    """The workflow config as Snakemake sees it with `--configfile`: config/<name> files
+    merged in order over each other, then validated (schema defaults filled in)."""
+    import yaml
+    from snakemake.utils import update_config
+
+    from dpvip.config import validate_config
+
+    root = Path(__file__).resolve().parents[1]
+    config: dict = {}
+    for name in names:
+        update_config(config, yaml.safe_load((root / "config" / name).read_text()))
+    validate_config(config, root / "config" / "schema.yaml")
+    return config

@@ -17,7 +17,7 @@ DIRECT = {
     "adamw": lambda params: torch.optim.AdamW(params, lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1),
     "adam": lambda params: torch.optim.Adam(params, lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1),
     "sgd": lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=0.1),
-    "lamb": lambda params: Lamb(params, lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1),
+    "lamb": lambda params: Lamb(params, lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1, always_adapt=True, max_grad_norm=None),
 }
 TYPES = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "sgd": torch.optim.SGD, "lamb": Lamb}
 
@@ -47,6 +47,8 @@ def test_make_optimizer_builds_the_named_optimizer(name):
         assert defaults["momentum"] == 0.9  # DP-RandP's SGD with momentum
     else:
         assert tuple(defaults["betas"]) == (0.8, 0.95) and defaults["eps"] == 1e-6
+    if name == "lamb":  # the trust ratio without weight decay too, no global clip (optax's LAMB)
+        assert defaults["always_adapt"] and defaults["max_grad_norm"] is None
 
 
 def test_unknown_optimizer_is_refused_by_name():

@@ -56,6 +56,10 @@ COMMON_JOBS = {
     "table_dprandp": 10,  # DP-RandP Tables 1, 2, 3, 6, 10, 11, 12, 16, 24, 25
     "table_dprandp_claims": 1,
     "figure_dprandp": 3,  # DP-RandP Figures 2, 4 and 6
+    "transfer_study": 9,  # Mehta Tables 1-5, Figures 1b, 2; DP-RandP's CIFAR and ImageNet probes
+    "table_mehta": 5,
+    "figure_mehta": 2,
+    "table_dprandp_probe": 4,  # DP-RandP Tables 4, 5, 22, 23
     "bundle_report": 1,
     "bundle": 1,
     "all": 1,
@@ -72,6 +76,10 @@ ALL_JOBS = COMMON_JOBS | {
     # cold (16); at epsilon 1 with seed 0: Table 10's two other Phase I sets (2), MoCo and the
     # second model with and without Phase II (4), Table 25's other cold Phase II steps (2)
     "dprandp_private": 16 + 2 + 4 + 2,
+    # feature caches on digits: syn_vip_micro inception at 24, 32, 40 px (10 views) and
+    # centre at 16, 24, 32, 40 px, its 4-token blocks; vip_micro and the WRN inception (10
+    # views), the WRN's third-to-last layer
+    "transfer_features": 3 + 4 + 1 + 2 + 1,
 }
 # Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
 # ... (Syn)-ViP for the five sizes of ViP Table 3, LAION-233M indexed where it lies, and
@@ -83,6 +91,10 @@ PAPER_JOBS = COMMON_JOBS | {
     # 5 seeds: CIFAR-10 (7 epsilons) x 4 variants, CIFAR-100 (5) and DermaMNIST (4) x 2;
     # Tables 10-12, Figure 6 (20 other Phase II steps) and Table 25 (9 other) at epsilon 1
     "dprandp_private": 5 * (7 * 4 + 5 * 2 + 4 * 2 + 2 + 7 * 2 + 6 * 2 + 20 + 9),
+    # vip_base on ImageNet: inception at 256, 384, 512 (10 views), centre at 128, 192, 256,
+    # 384, 512; syn_vip_base: inception 384 and centre 256 on ImageNet, CIFAR-10, CIFAR-100,
+    # and its 4-token blocks at 224; the WRN: inception on ImageNet, its third-to-last layer on CIFAR-10
+    "transfer_features": 3 + 5 + 1 + 3 + 1 + 1 + 1,
 }
 
 
@@ -112,6 +124,9 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     randp = re.findall(r"rule dprandp_(phase1|private):\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(randp) == 5 + PAPER_JOBS["dprandp_private"]
     assert all("gpu=1" in resources and f"runtime={2880 if kind == 'phase1' else 1440}" in resources for kind, resources in randp)
+    transfer = re.findall(r"rule transfer_(features|study):\n(?:    .*\n)*?    resources: (.*)", done.output)
+    assert len(transfer) == PAPER_JOBS["transfer_features"] + 9
+    assert all("gpu=1" in resources and f"runtime={2880 if kind == 'features' else 1440}" in resources for kind, resources in transfer)
 
 
 def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_path):
@@ -166,6 +181,8 @@ def test_each_vip_table_alone_asks_only_for_its_own_evaluations(tmp_path, table)
 
 
 DPRANDP_TABLE_RUNS = {"dprandp_table6": (1, 4), "dprandp_table10": (3, 3), "dprandp_claims": (1, 16)}
+# {table: (feature caches, studies)}: one table alone computes only the features it reads
+TRANSFER_TABLE_JOBS = {"mehta_table1": (2, 1), "mehta_table5": (1, 1), "dprandp_table23": (1, 1)}
 
 
 @pytest.mark.parametrize("table", sorted(DPRANDP_TABLE_RUNS))
@@ -175,6 +192,15 @@ def test_each_dprandp_table_alone_asks_only_for_its_own_runs(tmp_path, table):
     counts = job_counts(done.output)
     assert (counts.get("dprandp_phase1", 0), counts["dprandp_private"]) == DPRANDP_TABLE_RUNS[table]
     assert "evaluate" not in counts and "dp_mae" not in counts and "bundle" not in counts
+
+
+@pytest.mark.parametrize("table", sorted(TRANSFER_TABLE_JOBS))
+def test_each_transfer_table_alone_asks_only_for_its_features_and_study(tmp_path, table):
+    done = snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
+    assert done.returncode == 0, done.output
+    counts = job_counts(done.output)
+    assert (counts["transfer_features"], counts["transfer_study"]) == TRANSFER_TABLE_JOBS[table]
+    assert "evaluate" not in counts and "dprandp_private" not in counts and "bundle" not in counts
 
 
 def test_lint_is_clean(tmp_path):

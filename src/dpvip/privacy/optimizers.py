@@ -24,7 +24,11 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, w
     if name == "lamb":
         from timm.optim import Lamb
 
-        return Lamb(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        # LAMB as You et al. (and optax, which Mehta et al. used) define it: the layer-wise
+        # trust ratio always, and no global gradient-norm clip. timm's defaults apply the
+        # ratio only with weight decay and clip the global norm at 1, which would make DP-LAMB
+        # without weight decay Adam on a clipped gradient.
+        return Lamb(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, always_adapt=True, max_grad_norm=None)
     raise DpvipInputError(f"optimizer '{name}' is not one of {', '.join(OPTIMIZERS)}")
 
 

@@ -1,0 +1,117 @@
+"""The DP transfer plan: which caches and runs each Mehta et al. / DP-RandP probing study
+holds, and one-line errors for a config that names what does not exist."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from conftest import merged_config
+
+from dpvip.errors import DpvipInputError
+from dpvip.transfer.plan import PRIVATE, STUDIES, FeatureSet, TransferPlan
+
+EMBEDDED = merged_config("config.yaml")["dp_transfer"]
+PAPER = merged_config("config.yaml", "paper.yaml")["dp_transfer"]
+
+
+def test_feature_set_paths_name_backbone_dataset_recipe_crop_size_and_views():
+    assert FeatureSet("vit", "digits", "prelogits", 32).path == "vit/digits/prelogits_center32"
+    assert FeatureSet("vit", "digits", "prelogits", 32, "inception", 10).path == "vit/digits/prelogits_inception32_x10"
+
+
+def test_every_study_has_runs_and_run_keys_are_unique_within_it():
+    plan = TransferPlan(EMBEDDED)
+    for study in STUDIES:
+        runs = plan.runs(study)
+        assert runs, study
+        assert len({run.key for run in runs}) == len(runs), study
+
+
+def test_batch_sweeps_cover_every_batch_with_and_without_privacy_at_ten_epochs():
+    plan = TransferPlan(EMBEDDED)
+    runs = plan.runs("mehta_table1")
+    columns = {run.column for run in runs}
+    assert columns == {f"{side} / batch={b}" for side in ("With privacy", "Without privacy") for b in EMBEDDED["mehta"]["batch_sizes"]}
+    assert {run.settings["optimizer"] for run in runs} == {"sgd"}
+    private = [run for run in runs if run.column.startswith(PRIVATE)]
+    assert {run.settings["epsilon"] for run in private} == {10}
+    assert all(run.settings["epochs"] == 10 and run.features.crop == "inception" and run.features.views == 10 for run in runs)
+    assert {run.row for run in runs} == {"ViT-B/16 / Last layer", "ResNet50x4 / Last layer"}
+    table2 = plan.runs("mehta_table2")
+    assert {run.settings["optimizer"] for run in table2} == {"lamb", "sgd"}  # sgd: the 'Best' column
+    assert any(run.column == "Without privacy / Best" for run in table2)
+
+
+def test_single_step_runs_are_one_full_batch_step_accounted_exactly():
+    plan = TransferPlan(EMBEDDED)
+    for study in ("mehta_table5", "mehta_figure1b", "mehta_figure2"):
+        for run in plan.runs(study):
+            assert run.settings["batch_fraction"] == 1.0 and run.settings["epochs"] == 1, study
+            assert run.settings["accountant"] == "prv"  # q = 1: the exact Gaussian mechanism
+            assert run.features.crop == "center"
+    figure1b = plan.runs("mehta_figure1b")
+    assert {run.settings["delta"] for run in figure1b if run.settings["epsilon"]} == {1e-6, 8e-7}
+    assert {run.settings["epsilon"] for run in figure1b} - {None} == {0.25, 0.5, 1, 2, 4, 8, 10}
+
+
+def test_table4_changes_one_thing_at_a_time_from_its_base():
+    plan = TransferPlan(EMBEDDED)
+    runs = {(run.row, run.settings["lr"], run.settings["seed"]): run for run in plan.runs("mehta_table4")}
+    base = runs[("No change", 0.005, 0)]
+    differences = {}
+    for (row, lr, seed), run in runs.items():
+        if lr == 0.005 and seed == 0 and row != "No change":
+            changed = {k for k in run.settings if run.settings[k] != base.settings.get(k)}
+            changed |= {"features"} if run.features != base.features else set()
+            differences[row] = changed
+    assert differences["Zero Init -> Lecun Normal Init"] == {"init_scale"}
+    assert differences["Inception Crop -> Center Crop"] == {"features"}
+    assert differences["10 epochs -> 1 epochs"] == {"epochs"}
+    assert differences["Clip at 1 -> 10"] == {"clip_norm"}
+    assert differences["Resolution 384 -> 512"] == {"features"}
+    assert "optimizer" in differences["DP-LAMB -> DP-Adam"]
+
+
+def test_probe_studies_follow_the_schedule_with_seeds():
+    plan = TransferPlan(EMBEDDED)
+    cifar = plan.runs("dprandp_probe_cifar")
+    assert {run.features.recipe for run in cifar} == {"projection1"}
+    assert len(cifar) == len(EMBEDDED["dprandp_probe"]["cifar"]["schedule"]) * len(EMBEDDED["dprandp_probe"]["cifar"]["seeds"])
+    imagenet = plan.runs("dprandp_probe_imagenet")
+    assert {run.settings["feature_norm"] for run in imagenet} == {50}
+    assert {run.settings["steps"] for run in imagenet} == {100, 200}
+    assert {run.features.recipe for run in imagenet} == {"blocks4"}
+
+
+def test_paper_config_drops_the_embedded_backbones_and_uses_paper_settings():
+    plan = TransferPlan(PAPER)
+    assert set(plan.backbones) == {"syn_vip_base", "vip_base", "wrn"}
+    assert "digits" not in plan.datasets
+    assert plan.mehta["models"] == {"ViT-B/16": "syn_vip_base"}
+    runs = plan.runs("mehta_table1")
+    assert {run.features.image_size for run in runs} == {384}
+    assert len({run.settings["seed"] for run in runs}) == 5
+    sizes = {f.image_size for f in plan.feature_sets().values() if f.backbone == "vip_base"}
+    assert {256, 384, 512} <= sizes
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (("mehta", "main"), "nope", "backbone 'nope'"),
+        (("dprandp_probe", "cifar", "dataset"), "cifar9", "dataset 'cifar9'"),
+        (("backbones", "wrn", "from"), "elsewhere", "from 'elsewhere'"),
+    ],
+)
+def test_unknown_names_give_one_line_errors(path, value, message):
+    section = copy.deepcopy(EMBEDDED)
+    target = section
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(DpvipInputError, match=message) as err:
+        TransferPlan(section)
+    assert "\n" not in str(err.value)
+    with pytest.raises(DpvipInputError, match="no DP transfer study"):
+        TransferPlan(EMBEDDED).runs("mehta_table9")

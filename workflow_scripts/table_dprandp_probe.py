@@ -1,0 +1,16 @@
+"""results/tables/dprandp_table{4,5,22,23}.{csv,md,tex}: DP-RandP's private linear probing."""
+
+import json
+from pathlib import Path
+
+from dpvip.logs import logging_to
+from dpvip.report.dprandp_probe_tables import probe_table
+from dpvip.report.paper_values import load_paper_values
+from dpvip.report.tables import write_table
+
+with logging_to(snakemake.log[0]):
+    p = snakemake.params
+    values = load_paper_values(Path(snakemake.input.paper_values).parent)
+    results = json.loads(Path(snakemake.input.results).read_text())
+    frame, title, notes = probe_table(snakemake.wildcards.table, results, values, p.section, p.scale)
+    write_table(frame, snakemake.output[0], title, notes)

@@ -1,0 +1,10 @@
+"""results/dp_transfer/<study>.json: every linear-head run of one table or figure, on cached features."""
+
+import torch
+
+from dpvip.logs import logging_to
+from dpvip.transfer.jobs import run_study
+
+with logging_to(snakemake.log[0]):
+    torch.set_num_threads(snakemake.threads)
+    run_study(snakemake.wildcards.study, snakemake.params.runs, snakemake.params.caches, snakemake.output[0])
