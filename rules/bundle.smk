@@ -8,7 +8,12 @@ BUNDLE_TABLES = [
     *[path for table in VIP_TABLES for path in table_files(table)],
     *[path for t in DPRANDP_TABLES for path in table_files(f"dprandp_{t}")],
     *table_files("dprandp_claims"),
-    *[path for t in MEHTA_OUTPUTS if t in MEHTA_TABLES for path in table_files(f"mehta_{t}")],
+    *[
+        path
+        for t in MEHTA_OUTPUTS
+        if t in MEHTA_TABLES
+        for path in table_files(f"mehta_{t}")
+    ],
     *[path for t in PROBE_OUTPUTS for path in table_files(f"dprandp_{t}")],
 ]
 BUNDLE_FIGURES = [
@@ -20,7 +25,12 @@ BUNDLE_FIGURES = [
     *figure_files("vip_figure1"),
     *figure_files("vip_figure5"),
     *[path for f in DPRANDP_FIGURES for path in figure_files(f"dprandp_{f}")],
-    *[path for f in MEHTA_OUTPUTS if f in MEHTA_FIGURES for path in figure_files(f"mehta_{f}")],
+    *[
+        path
+        for f in MEHTA_OUTPUTS
+        if f in MEHTA_FIGURES
+        for path in figure_files(f"mehta_{f}")
+    ],
 ]
 
 

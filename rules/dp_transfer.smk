@@ -1,62 +1,6 @@
 # DP transfer on frozen features: each feature set is cached once (one forward pass over a
 # dataset), then one job per study trains every linear head its table or figure shows:
 # Mehta et al.'s last-layer DP fine-tuning and DP-RandP's private linear probing.
-from dpvip.transfer.plan import MEHTA_FIGURES, MEHTA_TABLES, PROBE_TABLES, STUDIES
-from dpvip.transfer.plan import TransferPlan
-
-TRANSFER = f"{RESULTS}/dp_transfer"
-TRANSFER_CONFIG = config["dp_transfer"]
-MEHTA_VALUES = workflow_path(f"{config['paper_values']}/mehta.csv")
-try:
-    TRANSFER_PLAN = TransferPlan(TRANSFER_CONFIG)
-    FEATURE_SETS = TRANSFER_PLAN.feature_sets()
-except DpvipInputError as err:
-    raise WorkflowError(f"invalid configuration: {err}") from None
-# The studies some configured table or figure shows (a config without Mehta has none).
-TRANSFER_STUDIES = [study for study in STUDIES if TRANSFER_PLAN.runs(study)]
-MEHTA_OUTPUTS = [s.removeprefix("mehta_") for s in TRANSFER_STUDIES if s.startswith("mehta_")]
-PROBE_OUTPUTS = [
-    table
-    for table, task in PROBE_TABLES.items()
-    if f"dprandp_probe_{task}" in TRANSFER_STUDIES
-]
-
-
-def transfer_checkpoint(backbone):
-    """The checkpoint a backbone's features come from: a run of this workflow, or a file."""
-    spec = TRANSFER_PLAN.backbones[backbone]
-    source, run = spec["from"], spec.get("run")
-    known = {
-        "syn_vip": SYN_VIP["models"],
-        "dp_pretrain": list(DP_RUNS),
-        "dprandp": ["main", *RANDP_PHASE1],
-    }
-    if source == "file":
-        return spec["path"]
-    if run not in known[source]:
-        raise WorkflowError(
-            f"invalid configuration: dp_transfer.backbones.{backbone}.run '{run}' is not a "
-            f"{source} run of this workflow (known: {', '.join(known[source])})"
-        )
-    if source == "syn_vip":
-        return f"{syn_vip_run(run)}/model.pt"
-    if source == "dp_pretrain":
-        return f"{dp_run(run)}/model.pt"
-    name = RANDP_PLAN.main_init.name if run == "main" else run
-    return f"{DPRANDP}/{RANDP_PHASE1[name].path}"
-
-
-for _backbone in TRANSFER_PLAN.backbones:  # a bad run name stops before any job
-    transfer_checkpoint(_backbone)
-
-
-def study_caches(study):
-    return {
-        f.path: f"{TRANSFER}/features/{f.path}"
-        for f in TRANSFER_PLAN.study_features(study)
-    }
-
-
 wildcard_constraints:
     feature_set="|".join(re.escape(path) for path in FEATURE_SETS) or "^$",
     study="|".join(TRANSFER_STUDIES) or "^$",
@@ -135,10 +79,11 @@ rule table_mehta:
     conda:
         ENV
     params:
+        paper="mehta",
         section=TRANSFER_CONFIG,
         scale=config["scale"],
     script:
-        "../workflow_scripts/table_mehta.py"
+        "../workflow_scripts/table_transfer.py"
 
 
 rule figure_mehta:
@@ -188,7 +133,8 @@ rule table_dprandp_probe:
     conda:
         ENV
     params:
+        paper="dprandp",
         section=TRANSFER_CONFIG,
         scale=config["scale"],
     script:
-        "../workflow_scripts/table_dprandp_probe.py"
+        "../workflow_scripts/table_transfer.py"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import matplotlib
 import pytest
+from conftest import merged_config
 
 from dpvip.report import mehta_figures
 from dpvip.report.dprandp_probe_tables import probe_table
@@ -18,7 +19,6 @@ from dpvip.report.paper_values import load_paper_values, paper_table
 from dpvip.report.tables import write_table
 from dpvip.report.transfer_cells import study_cells
 from dpvip.transfer.plan import TransferPlan
-from conftest import merged_config
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from dpvip.errors import DpvipInputError
 from dpvip.models.checkpoint import save_mae
-from dpvip.models.mae import MaskedAutoencoder, MAESettings
+from dpvip.models.mae import MAESettings, MaskedAutoencoder
 from dpvip.models.wrn import ProjectionHead, WideResNet
 from dpvip.randp.phase1 import FORMAT as PHASE1_FORMAT
 from dpvip.randp.phase1 import load_backbone

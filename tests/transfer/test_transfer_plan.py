@@ -28,7 +28,7 @@ def test_every_study_has_runs_and_run_keys_are_unique_within_it():
         assert len({run.key for run in runs}) == len(runs), study
 
 
-def test_batch_sweeps_cover_every_batch_with_and_without_privacy_at_ten_epochs():
+def test_batch_sweeps_cover_every_batch_with_and_without_privacy_for_the_epochs():
     plan = TransferPlan(EMBEDDED)
     runs = plan.runs("mehta_table1")
     columns = {run.column for run in runs}
@@ -36,7 +36,8 @@ def test_batch_sweeps_cover_every_batch_with_and_without_privacy_at_ten_epochs()
     assert {run.settings["optimizer"] for run in runs} == {"sgd"}
     private = [run for run in runs if run.column.startswith(PRIVATE)]
     assert {run.settings["epsilon"] for run in private} == {10}
-    assert all(run.settings["epochs"] == 10 and run.features.crop == "inception" and run.features.views == 10 for run in runs)
+    epochs = EMBEDDED["mehta"]["epochs"]
+    assert all(run.settings["epochs"] == epochs and run.features.crop == "inception" and run.features.views == epochs for run in runs)
     assert {run.row for run in runs} == {"ViT-B/16 / Last layer", "ResNet50x4 / Last layer"}
     table2 = plan.runs("mehta_table2")
     assert {run.settings["optimizer"] for run in table2} == {"lamb", "sgd"}  # sgd: the 'Best' column
@@ -47,6 +48,9 @@ def test_single_step_runs_are_one_full_batch_step_accounted_exactly():
     plan = TransferPlan(EMBEDDED)
     for study in ("mehta_table5", "mehta_figure1b", "mehta_figure2"):
         for run in plan.runs(study):
+            if run.row.startswith("(a)"):  # Figure 2a: where the learning rate matters
+                assert run.settings["epsilon"] is None and run.settings["batch_fraction"] < 1
+                continue
             assert run.settings["batch_fraction"] == 1.0 and run.settings["epochs"] == 1, study
             assert run.settings["accountant"] == "prv"  # q = 1: the exact Gaussian mechanism
             assert run.features.crop == "center"
@@ -58,10 +62,11 @@ def test_single_step_runs_are_one_full_batch_step_accounted_exactly():
 def test_table4_changes_one_thing_at_a_time_from_its_base():
     plan = TransferPlan(EMBEDDED)
     runs = {(run.row, run.settings["lr"], run.settings["seed"]): run for run in plan.runs("mehta_table4")}
-    base = runs[("No change", 0.005, 0)]
+    lr = EMBEDDED["mehta"]["lrs"]["lamb"][0]
+    base = runs[("No change", lr, 0)]
     differences = {}
-    for (row, lr, seed), run in runs.items():
-        if lr == 0.005 and seed == 0 and row != "No change":
+    for (row, run_lr, seed), run in runs.items():
+        if run_lr == lr and seed == 0 and row != "No change":
             changed = {k for k in run.settings if run.settings[k] != base.settings.get(k)}
             changed |= {"features"} if run.features != base.features else set()
             differences[row] = changed

@@ -76,10 +76,10 @@ ALL_JOBS = COMMON_JOBS | {
     # cold (16); at epsilon 1 with seed 0: Table 10's two other Phase I sets (2), MoCo and the
     # second model with and without Phase II (4), Table 25's other cold Phase II steps (2)
     "dprandp_private": 16 + 2 + 4 + 2,
-    # feature caches on digits: syn_vip_micro inception at 24, 32, 40 px (10 views) and
-    # centre at 16, 24, 32, 40 px, its 4-token blocks; vip_micro and the WRN inception (10
-    # views), the WRN's third-to-last layer
-    "transfer_features": 3 + 4 + 1 + 2 + 1,
+    # feature caches on digits, every ViT block pooled to 4 tokens: syn_vip_micro inception
+    # at 24, 32, 40 px (4 views, one per epoch) and centre at 16, 24, 32 px; vip_micro
+    # inception; the WRN's third-to-last layer, inception and centre
+    "transfer_features": 3 + 3 + 1 + 2,
 }
 # Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
 # ... (Syn)-ViP for the five sizes of ViP Table 3, LAION-233M indexed where it lies, and
@@ -242,6 +242,8 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
         *(f"tables/vip_table{n}.{kind}" for n in (1, 2, 4, 5, 6, 7, 8, 9, 10, 11) for kind in ("csv", "md", "tex")),
         *(f"tables/dprandp_table{n}.csv" for n in (1, 2, 3, 6, 10, 11, 12, 16, 24, 25)),
         "tables/dprandp_claims.md", "figures/dprandp_figure2.png", "figures/dprandp_figure4.pdf", "figures/dprandp_figure6.png",
+        *(f"tables/mehta_table{n}.csv" for n in range(1, 6)), "figures/mehta_figure1b.png", "figures/mehta_figure2.pdf",
+        *(f"tables/dprandp_table{n}.md" for n in (4, 5, 22, 23)),
     ):
         assert (bundle / name).is_file(), name
     # The ViP tables hold real numbers from the runs, beside the paper's.
@@ -273,6 +275,20 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
 
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
+
+    # DP transfer: real numbers on cached features; a second run of a study reads the caches
+    # the first one wrote, without computing a feature again.
+    mehta5 = pd.read_csv(tmp_path / "results/tables/mehta_table5.csv").set_index("Finetuning Dataset")
+    assert mehta5.at["ImageNet-1k", "epsilon=8.0 (paper)"] == 68.3 and 10 < mehta5.at["ImageNet-1k", "Non-Private (ours)"] <= 100
+    probe = pd.read_csv(tmp_path / "results/tables/dprandp_table23.csv").set_index("epsilon")
+    assert probe.at[1.0, "σ_1 (paper)"] == 71 and probe.at[1.0, "epsilon (ours)"] == pytest.approx(1.0, abs=1e-3)
+    study = tmp_path / "results/dp_transfer/mehta_table5.json"
+    first = json.loads(study.read_text())["runs"]
+    study.unlink()
+    rerun = snakemake(tmp_path, "--cores", "2", "results/tables/mehta_table5.csv")
+    assert rerun.returncode == 0, rerun.output
+    assert job_counts(rerun.output) == {"transfer_study": 1, "table_mehta": 1}
+    assert [r["result"]["accuracy"] for r in json.loads(study.read_text())["runs"]] == [r["result"]["accuracy"] for r in first]
 
     # The (Syn)-ViP checkpoint loads for the next stages; its record says what trained it.
     run = tmp_path / "results/pretrain/syn_vip_micro"

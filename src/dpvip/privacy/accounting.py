@@ -238,6 +238,7 @@ _CALIBRATE = {
 }
 
 
+@functools.lru_cache(maxsize=256)  # a study trains many heads with one mechanism (lr and seed grids)
 def noise_multiplier(
     sample_rate: float, steps: int, target_epsilon: float, delta: float, accountant: str
 ) -> Calibration:

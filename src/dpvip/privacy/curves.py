@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dp_accounting.pld import privacy_loss_distribution
 import numpy as np
+from dp_accounting.pld import privacy_loss_distribution
 
 from dpvip.privacy.accounting import PLD_DISCRETIZATION, Mechanism, check_delta, epsilon
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 import torch

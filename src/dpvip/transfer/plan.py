@@ -108,9 +108,11 @@ class TransferPlan:
         return spec["kind"] if spec["from"] == "file" else KINDS[spec["from"]]
 
     # ---- feature sets ---------------------------------------------------------------------
-    def features(self, backbone: str, dataset: str, *, crop: str = "center", image_size: int | None = None, views: int = 1, recipe: str = "prelogits") -> FeatureSet:
-        size = image_size or self.backbones[backbone]["image_size"]
-        return FeatureSet(backbone, dataset, recipe, int(size), crop, views if crop == "inception" else 1)
+    def features(self, backbone: str, dataset: str, *, crop: str = "center", image_size: int | None = None, views: int = 1, recipe: str | None = None) -> FeatureSet:
+        """A feature set of `backbone`: its own recipe and resolution unless given."""
+        spec = self.backbones[backbone]
+        size = image_size or spec["image_size"]
+        return FeatureSet(backbone, dataset, recipe or spec.get("recipe", "prelogits"), int(size), crop, views if crop == "inception" else 1)
 
     def feature_sets(self) -> dict[str, FeatureSet]:
         return {f.path: f for study in STUDIES for f in self.study_features(study)}
@@ -221,14 +223,19 @@ class TransferPlan:
 
     def _figure2(self, dataset: str) -> list[Run]:
         """(a) LAMB against momentum SGD without privacy, per learning rate; (b) accuracy per
-        resolution; (c) per initialisation scale, with privacy: all one full-batch step."""
+        resolution and (c) per initialisation scale, with privacy, of one full-batch step."""
         m, f, main = self.mehta, self.mehta["figure2"], self.mehta["main"]
         step = self._single_step()
         data = self.features(main, dataset, image_size=m.get("single_step_image_size"))
         runs = []
-        for optimizer in ("lamb", "sgd"):
-            for lr in f["lrs"][optimizer]:
-                runs += self._head_runs(f"(a) {optimizer}", f"lr={float(lr):g}", data, optimizer, [lr], **step, epsilon=None)
+        # (a) at the largest batch over the configured epochs: one step from zero weights is
+        # a sign step (Adam, LAMB) or a step along the mean gradient (SGD), whose accuracy
+        # does not depend on the learning rate at all.
+        largest = max(m["batch_sizes"].values())
+        for optimizer, schedule in (("lamb", "linear"), ("sgd", "cosine")):
+            tuned = self._tuned(optimizer, schedule) | {"lrs": f["lrs"][optimizer]}
+            for lr in tuned.pop("lrs"):
+                runs += self._head_runs(f"(a) {optimizer}", f"lr={float(lr):g}", self._inception(main, dataset), lrs=[lr], **tuned, batch_fraction=largest, epsilon=None)
         for size in f["resolutions"]:
             runs += self._head_runs("(b) resolution", f"{size}", self.features(main, dataset, image_size=size), "lamb", f["private_lrs"], **step, epsilon=m["epsilon"])
         for scale in f["init_scales"]:

@@ -1,0 +1,20 @@
+"""results/tables/<paper>_<table>.{csv,md,tex}: a Mehta et al. table, or one of DP-RandP's
+private linear probing, from its DP transfer study; the paper's values beside ours."""
+
+import json
+from pathlib import Path
+
+from dpvip.logs import logging_to
+from dpvip.report.dprandp_probe_tables import probe_table
+from dpvip.report.mehta_tables import mehta_table
+from dpvip.report.paper_values import load_paper_values
+from dpvip.report.tables import write_table
+
+BUILDERS = {"mehta": mehta_table, "dprandp": probe_table}
+
+with logging_to(snakemake.log[0]):
+    p = snakemake.params
+    values = load_paper_values(Path(snakemake.input.paper_values).parent)
+    results = json.loads(Path(snakemake.input.results).read_text())
+    frame, title, notes = BUILDERS[p.paper](snakemake.wildcards.table, results, values, p.section, p.scale)
+    write_table(frame, snakemake.output[0], title, notes)
