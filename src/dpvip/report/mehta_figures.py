@@ -3,8 +3,10 @@ earlier results Figure 1b compares against are in its text and are drawn as mark
 
 - figure1b: accuracy against epsilon of one full-batch DP-LAMB step of the last layer, one
   line per delta (1e-6, and 8e-7 as the paper's Figure 3), the non-private step dashed;
-- figure2: (a) LAMB against momentum SGD without privacy, per learning rate; (b) accuracy
-  per input resolution; (c) per initialisation scale of the last layer, with privacy.
+- figure2: (a) LAMB against momentum SGD without privacy, per learning rate, over the
+  configured epochs at the largest batch (one step from zero weights has an accuracy that
+  does not depend on the learning rate); (b) accuracy per input resolution and (c) per
+  initialisation scale of the last layer, of one full-batch DP-LAMB step.
 Every point is a mean over seeds with its std as an error bar (best learning rate of the
 grid where a grid was run).
 """
@@ -35,7 +37,8 @@ def figure1b(results: dict, section: dict, scale: str) -> plt.Figure:
         axis.axhline(plain[0].mean, color="grey", linestyle="--", label="ours, without privacy")
     for label, epsilon, delta, accuracy in CITED:
         axis.scatter([epsilon], [accuracy], marker="x", color="black")
-        axis.annotate(f"{label}\n(ImageNet, delta {delta:g})", (epsilon, accuracy), fontsize=7, textcoords="offset points", xytext=(4, -14))
+        right = epsilon > 5  # labels of the right-hand points go to their left, inside the axes
+        axis.annotate(f"{label}\n(ImageNet, delta {delta:g})", (epsilon, accuracy), fontsize=7, textcoords="offset points", xytext=(-4 if right else 4, -14), ha="right" if right else "left")
     axis.set_xscale("log")
     axis.set_xlabel("epsilon")
     axis.set_ylabel("test accuracy (%)")
@@ -58,12 +61,14 @@ def figure2(results: dict, section: dict, scale: str) -> plt.Figure:
     figure, axes = plt.subplots(1, 3, figsize=(13, 4))
     for optimizer in ("lamb", "sgd"):
         _panel(axes[0], lr_curve(results, f"(a) {optimizer}"), "LAMB" if optimizer == "lamb" else "SGD with momentum", log=True)
-    axes[0].set(xlabel="learning rate", ylabel="test accuracy (%)", title="(a) without privacy")
+    mehta = section["mehta"]
+    largest = max(mehta["batch_sizes"], key=mehta["batch_sizes"].get)
+    axes[0].set(xlabel="learning rate", ylabel="test accuracy (%)", title=f"(a) without privacy, {mehta['epochs']:g} epochs at batch {largest}")
     axes[0].legend(fontsize=8)
     for axis, row, xlabel, log in ((axes[1], "(b) resolution", "input resolution (px)", False), (axes[2], "(c) init scale", "initialisation scale (x LeCun normal)", "symlog")):
         points = sorted((float(column), cell.mean, cell.std) for (r, column), cell in cells.items() if r == row)
         _panel(axis, points, "with privacy", log)
-        axis.set(xlabel=xlabel, ylabel="test accuracy (%)", title=f"{row} (epsilon {section['mehta']['epsilon']:g})")
-    figure.suptitle("One full-batch step of the last layer: " + _stand_in(section, scale), fontsize=9)
+        axis.set(xlabel=xlabel, ylabel="test accuracy (%)", title=f"{row}: one full-batch step, epsilon {mehta['epsilon']:g}")
+    figure.suptitle("DP-LAMB on the last layer: " + _stand_in(section, scale) + "; a non-zero init makes LAMB's first step ||w|| / ||update|| times smaller", fontsize=9)
     figure.tight_layout()
     return figure

@@ -140,8 +140,10 @@ def softmax_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, labels, reduction="none")
 
 
-def _chunks(features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | None, micro_batch: int):
-    """(x, y) micro-batches of the chosen rows (all rows if `chosen` is None), in fp32."""
+def _chunks(features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | None, micro_batch: int, device: torch.device):
+    """(x, y) micro-batches of the chosen rows (all rows if `chosen` is None), in fp32 on
+    `device`: the features may stay in host memory (ImageNet x views) while the head trains
+    on a GPU."""
     rows = features.shape[0] if chosen is None else len(chosen)
     for start in range(0, rows, micro_batch):
         if chosen is None:
@@ -149,7 +151,7 @@ def _chunks(features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | N
         else:
             index = torch.from_numpy(chosen[start : start + micro_batch]).to(features.device)
             x, y = features[index], labels[index]
-        yield x.float(), y.long()
+        yield x.to(device, torch.float32), y.to(device, torch.long)
 
 
 def step_gradient(
@@ -167,13 +169,14 @@ def step_gradient(
 
     Private (a clipper): the clipped per-example sum, then `privatise(sums)` (noise once,
     division by the expected batch). Otherwise: the plain mean gradient of the examples."""
+    device = params[0].device
     if clipper is not None:
         clipper.reset()
-        for x, y in _chunks(features, labels, chosen, micro_batch):
+        for x, y in _chunks(features, labels, chosen, micro_batch, device):
             clipper.add(lambda: loss(layer(x), y))
         return privatise(clipper.sums)
     totals, examples = [torch.zeros_like(p, dtype=torch.float32) for p in params], 0
-    for x, y in _chunks(features, labels, chosen, micro_batch):
+    for x, y in _chunks(features, labels, chosen, micro_batch, device):
         for total, grad in zip(totals, torch.autograd.grad(loss(layer(x), y).sum(), params)):
             total += grad
         examples += len(y)
@@ -184,7 +187,7 @@ def step_gradient(
 def evaluate(layer: nn.Module, features: torch.Tensor, labels: torch.Tensor, loss: Loss, micro_batch: int) -> tuple[float, float]:
     """(top-1 accuracy in percent, mean loss) of `layer` on (features, labels)."""
     correct, loss_sum = 0, 0.0
-    for x, y in _chunks(features, labels, None, micro_batch):
+    for x, y in _chunks(features, labels, None, micro_batch, next(layer.parameters()).device):
         logits = layer(x)
         correct += int((logits.argmax(1) == y).sum())
         loss_sum += float(loss(logits, y).sum())
@@ -229,16 +232,17 @@ def lr_factor(step: int, steps: int, warmup: int, schedule: str) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * progress)) if schedule == "cosine" else 1.0 - progress
 
 
-def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, settings: HeadSettings) -> tuple[nn.Linear, dict]:
-    """Train the head on `train` (views, n, d); returns it and what the run recorded
-    (steps, sample rate, privacy ledger, realised batch sizes, final train loss)."""
+def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, settings: HeadSettings, device: torch.device | str | None = None) -> tuple[nn.Linear, dict]:
+    """Train the head on `device` (default: the features') on `train` (views, n, d); returns
+    it and what the run recorded (steps, sample rate, privacy ledger, realised batch sizes,
+    final train loss)."""
     settings.check()
     views, examples, width = train.shape
     q, steps = float(settings.batch_fraction), settings.steps
     ledger = None
     if settings.epsilon is not None:
         ledger = PrivacyLedger.calibrate(settings.accountant, q, steps, settings.epsilon, settings.delta, settings.clip_norm)
-    device = train.device
+    device = torch.device(device) if device is not None else train.device
     head = make_head(width, classes, settings, device)
     clipper = ClippedGradientSum(head, settings.clip_norm) if ledger else None
     params = [p for p in head.parameters() if p.requires_grad]
@@ -246,7 +250,7 @@ def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, sett
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, steps, settings.warmup_steps, settings.schedule))
     sampler = PoissonBatches(examples, q, steps, settings.seed) if q < 1 else None
     noise_seed = derive(settings.seed, NOISE)
-    labels = train_labels.to(device)
+    labels = train_labels
     sizes = []
     try:
         for step in range(steps):
@@ -268,7 +272,7 @@ def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, sett
     return head, {"steps": steps, "sample_rate": q, "privacy": privacy, "batch_sizes": sizes, "train_loss": train_loss}
 
 
-def train_head(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, classes: int, settings: HeadSettings) -> dict:
+def train_head(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, classes: int, settings: HeadSettings, device: torch.device | str | None = None) -> dict:
     """Train a head on `train` (views, n, d) and score it on `test` (n_test, d): top-1
     accuracy in percent, the run's record and its settings (JSON-able)."""
     started = time.perf_counter()
@@ -276,6 +280,6 @@ def train_head(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tens
     if train.ndim == 2:
         train = train[None]
     check_features(train, train_labels, test, test_labels, classes)
-    head, record = fit_head(train, train_labels, classes, settings)
-    accuracy, _ = evaluate(head, test.to(train.device), test_labels.to(train.device), sigmoid_loss, settings.micro_batch)
+    head, record = fit_head(train, train_labels, classes, settings, device)
+    accuracy, _ = evaluate(head, test, test_labels, sigmoid_loss, settings.micro_batch)
     return {"accuracy": accuracy, **record, "settings": asdict(settings), "seconds": time.perf_counter() - started}

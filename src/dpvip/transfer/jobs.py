@@ -59,10 +59,11 @@ def _train(run: Run, cached) -> dict:
     if run.kind == "head":
         from dpvip.transfer.head import HeadSettings, train_head
 
-        return train_head(cached.train, cached.train_labels, cached.test, cached.test_labels, cached.classes, HeadSettings(**run.settings))
+        return train_head(cached.train, cached.train_labels, cached.test, cached.test_labels, cached.classes, HeadSettings(**run.settings), _device())
     from dpvip.transfer.private_probe import ProbeSettings, train_probe
 
-    return train_probe(cached.train[0], cached.train_labels, cached.test, cached.test_labels, cached.classes, ProbeSettings(**run.settings))
+    device = _device()  # the probe normalises and centres whole copies of the features there
+    return train_probe(cached.train[0].to(device), cached.train_labels, cached.test.to(device), cached.test_labels, cached.classes, ProbeSettings(**run.settings))
 
 
 def _finished(partial: Path) -> dict[str, dict]:
