@@ -14,7 +14,11 @@ export PIP_CACHE_DIR := $(CURDIR)/.cache/pip
 export TORCH_HOME := $(CURDIR)/.cache/torch
 export NO_ALBUMENTATIONS_UPDATE := 1
 
-.PHONY: install run test clean
+# The Slurm tests bring up a single-node cluster from Debian's packages; as root, `make test`
+# installs them when they are missing (elsewhere those tests are skipped, saying why).
+SLURM_PACKAGES := slurm-wlm munge
+
+.PHONY: install run test clean slurm
 
 install: $(STAMP)
 
@@ -30,8 +34,14 @@ run: install
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES)
 	$(BIN)/dpvip bundle verify results/bundle
 
-test: install
+test: install slurm
 	$(BIN)/python -m pytest
+
+slurm:
+	@if [ "$$(id -u)" = 0 ] && ! command -v slurmctld >/dev/null && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q $(SLURM_PACKAGES) || { apt-get update -q && apt-get install -y -q $(SLURM_PACKAGES); }; \
+	fi
 
 clean:
 	rm -rf results .snakemake

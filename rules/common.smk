@@ -106,6 +106,12 @@ try:
     DP_RUNS = expand_runs(DP, SYN_VIP["models"], DP_DATASET_EXAMPLES)
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
+# On Slurm a DP run's processes start with srun, one torchrun per node meeting at a c10d
+# rendezvous (dpvip.train.launch). A multi-node run is an MPI-style job, which the slurm
+# executor leaves to launch itself; one node is a plain job (the executor's srun step).
+DP_LAUNCH = {"nodes": DP["nodes"]} | (
+    {"mpi": "srun", "tasks": DP["nodes"]} if DP["nodes"] > 1 else {}
+)
 DP_FIGURES = {
     name: runs
     for name, runs in figure_runs(DP, DP_RUNS, DP_DATASET_EXAMPLES).items()

@@ -22,11 +22,13 @@ rule dp_mae:
         ENV
     threads: DP["threads"]
     resources:
+        **DP_LAUNCH,
         gpu=DP["gpus"],
     params:
         settings=lambda wildcards: DP_RUNS[wildcards.run].values,
         model=lambda wildcards: DP_RUNS[wildcards.run].model,
-        processes=max(1, DP["gpus"]),
+        processes=max(1, DP["gpus"]),  # per node
+        nodes=DP["nodes"],
         run=lambda wildcards: dp_run(wildcards.run),
     script:
         "../workflow_scripts/dp_mae.py"

@@ -17,6 +17,21 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real single-node Slurm cluster (munged, slurmctld, slurmd) for the session; skipped,
+    with the reason, only where Slurm is not installed and cannot be (not root)."""
+    from slurm_cluster import SlurmCluster, missing
+
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture
 def torch_one_thread():
     """Run a test on one torch thread (two spin-wait when another process holds a core)."""

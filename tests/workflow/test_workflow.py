@@ -276,6 +276,16 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
 
+    # A partial rerun: one changed evaluation setting, one table asked for. Only that table's
+    # jobs that read the setting (ADE20K of its two encoders) and the table itself would run.
+    tweak = tmp_path / "tweak.yaml"
+    tweak.write_text("evaluate:\n  ade20k:\n    epochs: 11\n")
+    partial = snakemake(tmp_path, "-n", "results/tables/vip_table4.csv", "--configfile", str(tweak))
+    assert partial.returncode == 0, partial.output
+    counts = job_counts(partial.output)
+    assert set(counts) == {"evaluate", "table_vip_result"} and counts["table_vip_result"] == 1
+    assert re.findall(r"output: results/evaluate/(\w+)/", partial.output) == ["ade20k"] * counts["evaluate"] == ["ade20k"] * 2
+
     # DP transfer: real numbers on cached features; a second run of a study reads the caches
     # the first one wrote, without computing a feature again.
     mehta5 = pd.read_csv(tmp_path / "results/tables/mehta_table5.csv").set_index("Finetuning Dataset")
@@ -284,8 +294,7 @@ def test_one_table_alone_then_everything_then_nothing(tmp_path):
     assert probe.at[1.0, "σ_1 (paper)"] == 71 and probe.at[1.0, "epsilon (ours)"] == pytest.approx(1.0, abs=1e-3)
     study = tmp_path / "results/dp_transfer/mehta_table5.json"
     first = json.loads(study.read_text())["runs"]
-    study.unlink()
-    rerun = snakemake(tmp_path, "--cores", "2", "results/tables/mehta_table5.csv")
+    rerun = snakemake(tmp_path, "--cores", "2", "results/tables/mehta_table5.csv", "--forcerun", str(study.relative_to(tmp_path)))
     assert rerun.returncode == 0, rerun.output
     assert job_counts(rerun.output) == {"transfer_study": 1, "table_mehta": 1}
     assert [r["result"]["accuracy"] for r in json.loads(study.read_text())["runs"]] == [r["result"]["accuracy"] for r in first]

@@ -1,7 +1,12 @@
-"""Run a training command in this process, or as `nproc` processes under torchrun.
+"""Run a training command in this process, or as `nproc` processes per node under torchrun.
 
-On one node torchrun runs standalone (its own rendezvous); jobs then see RANK, WORLD_SIZE
-and LOCAL_RANK and join the process group (`dpvip.train.distributed`).
+Outside Slurm torchrun runs standalone on this node (its own rendezvous). Inside a Slurm job
+`srun` starts one task per node of the allocation, each a torchrun of `nproc` processes, and
+they meet at a c10d rendezvous on the allocation's first node, port and id taken from the
+job: in the batch script of a multi-node (MPI-style) job, and inside the job step that the
+slurm executor wraps a one-node job in (then with `--overlap`, sharing that step's CPUs and
+GPUs). Either way the processes see RANK, WORLD_SIZE and LOCAL_RANK and join the process
+group (`dpvip.train.distributed`).
 """
 
 from __future__ import annotations
@@ -9,14 +14,43 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import dpvip
 
+RENDEZVOUS_PORT = 29400  # plus the job id modulo 1000: two jobs sharing a node do not collide
 
-def torchrun_command(nproc: int, cli_args: list[str]) -> list[str]:
-    """`python -m torch.distributed.run --standalone --nproc_per_node N -m dpvip.cli ARGS`."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", "-m", "dpvip.cli", *cli_args]
+
+@dataclass(frozen=True)
+class SlurmRendezvous:
+    nodes: int
+    head: str  # the allocation's first node
+    port: int
+    job: str
+    in_step: bool  # already inside a job step: the new step overlaps it
+
+
+def slurm_rendezvous(env: dict) -> SlurmRendezvous | None:
+    """The rendezvous of the Slurm job this process runs in; None outside Slurm."""
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        return None
+    listed = subprocess.run(["scontrol", "show", "hostnames", env["SLURM_JOB_NODELIST"]], capture_output=True, text=True, check=True)
+    nodes = int(env.get("SLURM_JOB_NUM_NODES", env.get("SLURM_NNODES", "1")))
+    return SlurmRendezvous(nodes, listed.stdout.split()[0], RENDEZVOUS_PORT + int(job) % 1000, job, env.get("SLURM_STEP_ID") is not None)
+
+
+def torchrun_command(nproc: int, cli_args: list[str], rendezvous: SlurmRendezvous | None = None) -> list[str]:
+    """`python -m torch.distributed.run --standalone --nproc_per_node N -m dpvip.cli ARGS`, or
+    under Slurm `srun` (one task per node) of that torchrun with a c10d rendezvous."""
+    runner = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}"]
+    if rendezvous is None:
+        return [*runner, "--standalone", "-m", "dpvip.cli", *cli_args]
+    r = rendezvous
+    srun = ["srun", f"--nodes={r.nodes}", f"--ntasks={r.nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1", *(["--overlap"] if r.in_step else [])]
+    rendezvous_args = [f"--nnodes={r.nodes}", "--rdzv_backend=c10d", f"--rdzv_endpoint={r.head}:{r.port}", f"--rdzv_id={r.job}"]
+    return [*srun, *runner, *rendezvous_args, "-m", "dpvip.cli", *cli_args]
 
 
 def run_torchrun(nproc: int, cli_args: list[str]) -> None:
@@ -24,7 +58,9 @@ def run_torchrun(nproc: int, cli_args: list[str]) -> None:
     The checkout's library comes first on PYTHONPATH, so workflow jobs use the same code."""
     source = str(Path(dpvip.__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])))
-    process = subprocess.run(torchrun_command(nproc, cli_args), env=env, stdout=sys.stdout, stderr=sys.stderr)
+    command = torchrun_command(nproc, cli_args, slurm_rendezvous(env))
+    print("launching:", " ".join(command), file=sys.stderr, flush=True)
+    process = subprocess.run(command, env=env, stdout=sys.stdout, stderr=sys.stderr)
     if process.returncode:
         raise RuntimeError(f"torchrun with {nproc} processes exited with status {process.returncode}")
 

@@ -1,0 +1,153 @@
+"""The slurm profile against a real Slurm: jobs go through sbatch and srun on a single-node
+cluster these tests bring up (tests/slurm_cluster.py); DP-MAE as 2 processes launched the
+way the paper config launches it (srun, one torchrun per node, c10d rendezvous), and a
+DP-MAE job cancelled mid-run that resumes from its checkpoint with its ledger."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.workflow, pytest.mark.slurm, pytest.mark.slow]
+
+# The DP-MAE chain at its smallest: 256 shader images for (Syn)-ViP micro, 512 LAION-format
+# crops, and one DP run (no ablations) with a checkpoint every 2 steps.
+SMALL = """
+synthetic:
+  datasets:
+    shaders: {family: shaders, images: 256, resolution: 32, shard_size: 128, options: {programs: 16}}
+data:
+  laion: {source: natural, images: 512, resolution: 64, shard_size: 256}
+pretrain:
+  syn_vip: {models: [micro], epochs: 1, batch_size: 64, warmup_epochs: 0}
+dp_pretrain:
+  models: [micro]
+  EXTRA
+  settings: {steps: STEPS, batch_size: 64, micro_batch: 32, warmup_steps: 1, checkpoint_every: 2, log_every: 1}
+  ablations: {dataset_size: [], random_init: [], model_size: [], batch_size: [], decoder_depth: [], mask_ratio: [], epsilon: []}
+"""
+RUN = "results/dp_pretrain/vip_micro"
+
+
+def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
+    env = (env or dict(os.environ)) | {"MPLCONFIGDIR": str(workdir / ".mpl"), "NO_ALBUMENTATIONS_UPDATE": "1"}
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    done.output = done.stdout + done.stderr
+    return done
+
+
+def slurm_arguments(*overrides: str) -> list[str]:
+    """The slurm profile as a user runs it here: the site settings (partition) and resources
+    that fit a 2-CPU node given on the command line, squeue for job states (no accounting)."""
+    return [
+        "--profile", str(ROOT / "profiles/slurm"), "--slurm-status-command", "squeue",
+        "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
+        "--default-resources", "slurm_partition=test", "mem_mb=2000", "cpus_per_task=1", "runtime=60",
+        "--set-resources", "dp_mae:mem_mb=4000", *overrides,
+    ]
+
+
+def small_config(path: Path, steps: int, dp_extra: str = "") -> Path:
+    """The small chain with `steps` DP steps; `dp_extra`: more `dp_pretrain` keys (YAML flow)."""
+    path.write_text(SMALL.replace("STEPS", str(steps)).replace("EXTRA", dp_extra))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """A local single-process run of the small chain, 8 DP steps."""
+    workdir = tmp_path_factory.mktemp("local")
+    done = snakemake(workdir, f"{RUN}/model.pt", "--cores", "2", "--configfile", str(small_config(workdir / "small.yaml", 8)))
+    assert done.returncode == 0, done.output[-3000:]
+    return workdir
+
+
+def copy_upstream(reference: Path, workdir: Path) -> None:
+    """The reference's inputs of the DP run (shards, (Syn)-ViP), so only dp_mae runs again."""
+    shutil.copytree(reference / "results", workdir / "results", ignore=shutil.ignore_patterns("dp_pretrain", "logs", "benchmarks"))
+
+
+def submitted(workdir: Path) -> list[str]:
+    """The rules of the jobs the last Snakemake run there submitted to Slurm, in order."""
+    log = sorted((workdir / ".snakemake/log").glob("*.snakemake.log"))[-1].read_text()
+    rule_of = {job: rule for rule, job in re.findall(r"^rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)", log, re.M)}
+    return [rule_of[job] for job in re.findall(r"^Job (\d+) has been submitted with SLURM jobid", log, re.M)]
+
+
+def weights(run: Path) -> dict[str, torch.Tensor]:
+    return torch.load(run / "model.pt", map_location="cpu", weights_only=False)["model"]
+
+
+def max_difference(a: dict, b: dict) -> float:
+    return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
+
+
+def test_the_cluster_runs_batch_jobs_and_multi_task_steps(slurm_cluster, tmp_path):
+    out = tmp_path / "job.out"
+    submitted = slurm_cluster.run("sbatch", "--parsable", "--ntasks=2", "-o", str(out), "--wrap", "srun hostname")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 60
+    while slurm_cluster.run("squeue", "-h", "-j", job, "-t", "PD,R").stdout.strip() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert out.read_text().split() == [slurm_cluster.host] * 2
+
+
+def test_dp_mae_as_two_processes_under_slurm_matches_one_process(slurm_cluster, reference, tmp_path):
+    """The paper config's launch (srun, one torchrun per node, c10d rendezvous on the job's
+    first node), here with 2 gloo processes on one node: the same ledger and, up to the
+    order of floating-point sums, the same weights as one local process."""
+    copy_upstream(reference, tmp_path)
+    config = small_config(tmp_path / "two.yaml", 8, "gpus: 2\n  threads: 2")
+    done = snakemake(
+        tmp_path, f"{RUN}/model.pt", "--configfile", str(config),
+        *slurm_arguments("dp_mae:gpu=0", "dp_mae:cpus_per_task=2"), env=slurm_cluster.env,
+    )
+    assert done.returncode == 0, done.output[-3000:]
+    assert submitted(tmp_path) == ["dp_mae"]  # through sbatch, not locally
+    assert list((tmp_path / ".snakemake/slurm_logs/rule_dp_mae/vip_micro").glob("*.log"))  # the profile keeps them
+    log = (tmp_path / "results/logs/dp_pretrain/vip_micro.log").read_text()
+    assert "launching: srun" in log and "--rdzv_backend=c10d" in log and "--nproc_per_node=2" in log
+    two, one = tmp_path / RUN, reference / RUN
+    record = lambda run: torch.load(run / "model.pt", map_location="cpu", weights_only=False)["record"]  # noqa: E731
+    assert record(two)["world_size"] == 2 and record(one)["world_size"] == 1
+    assert json.loads((two / "privacy.json").read_text()) == json.loads((one / "privacy.json").read_text())
+    assert max_difference(weights(two), weights(one)) < 1e-5
+
+
+def test_a_cancelled_dp_mae_job_resumes_from_its_checkpoint_under_slurm(slurm_cluster, reference, tmp_path):
+    """scancel mid-run; the profile's retries resubmit the job, which resumes from its last
+    checkpoint with its ledger and ends where the uninterrupted local run ends."""
+    copy_upstream(reference, tmp_path)
+    config = small_config(tmp_path / "small.yaml", 8)
+    env = slurm_cluster.env | {"MPLCONFIGDIR": str(tmp_path / ".mpl"), "NO_ALBUMENTATIONS_UPDATE": "1"}
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path), f"{RUN}/model.pt", "--configfile", str(config), *slurm_arguments()]
+    with open(tmp_path / "snakemake.out", "w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        state = tmp_path / RUN / "work" / "state.pt"
+        deadline = time.monotonic() + 600
+        while not state.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert state.exists(), (tmp_path / "snakemake.out").read_text()[-3000:]
+        jobs = slurm_cluster.run("squeue", "-h", "-t", "R", "-o", "%i %j").stdout.split("\n")
+        running = [line.split()[0] for line in jobs if line.strip()]
+        assert running, jobs
+        assert slurm_cluster.run("scancel", *running).returncode == 0
+        assert process.wait(timeout=900) == 0, (tmp_path / "snakemake.out").read_text()[-3000:]
+    output = (tmp_path / "snakemake.out").read_text()
+    assert "CANCELLED" in output or "failed" in output.lower(), output[-3000:]
+    assert "resuming" in (tmp_path / "results/logs/dp_pretrain/vip_micro.log").read_text()
+    resumed, uninterrupted = tmp_path / RUN, reference / RUN
+    assert json.loads((resumed / "privacy.json").read_text()) == json.loads((uninterrupted / "privacy.json").read_text())
+    assert max_difference(weights(resumed), weights(uninterrupted)) == 0.0
