@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,23 @@ def write_synthetic_index(out: Path, family: str, images: int, resolution: int, 
         write_shard(spec, shard, path, progress=False)
     write_json(build_index(spec, paths), Path(out) / "index.json")
     return Path(out) / "index.json"
+
+
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    """`python -m snakemake` on this checkout's Snakefile, run in `workdir`."""
+    root = Path(__file__).resolve().parents[1]
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(root / "Snakefile"), "--directory", str(workdir), *args]
+
+
+def snakemake_env(workdir: Path, env: dict | None = None) -> dict:
+    return (env or dict(os.environ)) | {"MPLCONFIGDIR": str(workdir / ".mpl"), "NO_ALBUMENTATIONS_UPDATE": "1"}
+
+
+def run_snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
+    """Run Snakemake there; `.output` is its stdout and stderr together."""
+    done = subprocess.run(snakemake_command(workdir, *args), capture_output=True, text=True, timeout=timeout, env=snakemake_env(workdir, env))
+    done.output = done.stdout + done.stderr
+    return done
 
 
 def merged_config(*names: str) -> dict:

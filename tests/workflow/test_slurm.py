@@ -10,12 +10,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_snakemake, snakemake_command, snakemake_env
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.workflow, pytest.mark.slurm, pytest.mark.slow]
@@ -39,14 +39,6 @@ dp_pretrain:
 RUN = "results/dp_pretrain/vip_micro"
 
 
-def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
-    env = (env or dict(os.environ)) | {"MPLCONFIGDIR": str(workdir / ".mpl"), "NO_ALBUMENTATIONS_UPDATE": "1"}
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-    done.output = done.stdout + done.stderr
-    return done
-
-
 def slurm_arguments(*overrides: str) -> list[str]:
     """The slurm profile as a user runs it here: the site settings (partition) and resources
     that fit a 2-CPU node given on the command line, squeue for job states (no accounting)."""
@@ -68,7 +60,7 @@ def small_config(path: Path, steps: int, dp_extra: str = "") -> Path:
 def reference(tmp_path_factory) -> Path:
     """A local single-process run of the small chain, 8 DP steps."""
     workdir = tmp_path_factory.mktemp("local")
-    done = snakemake(workdir, f"{RUN}/model.pt", "--cores", "2", "--configfile", str(small_config(workdir / "small.yaml", 8)))
+    done = run_snakemake(workdir, f"{RUN}/model.pt", "--cores", "2", "--configfile", str(small_config(workdir / "small.yaml", 8)))
     assert done.returncode == 0, done.output[-3000:]
     return workdir
 
@@ -111,7 +103,7 @@ def test_dp_mae_as_two_processes_under_slurm_matches_one_process(slurm_cluster, 
     order of floating-point sums, the same weights as one local process."""
     copy_upstream(reference, tmp_path)
     config = small_config(tmp_path / "two.yaml", 8, "gpus: 2\n  threads: 2")
-    done = snakemake(
+    done = run_snakemake(
         tmp_path, f"{RUN}/model.pt", "--configfile", str(config),
         *slurm_arguments("dp_mae:gpu=0", "dp_mae:cpus_per_task=2"), env=slurm_cluster.env,
     )
@@ -132,10 +124,9 @@ def test_a_cancelled_dp_mae_job_resumes_from_its_checkpoint_under_slurm(slurm_cl
     checkpoint with its ledger and ends where the uninterrupted local run ends."""
     copy_upstream(reference, tmp_path)
     config = small_config(tmp_path / "small.yaml", 8)
-    env = slurm_cluster.env | {"MPLCONFIGDIR": str(tmp_path / ".mpl"), "NO_ALBUMENTATIONS_UPDATE": "1"}
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path), f"{RUN}/model.pt", "--configfile", str(config), *slurm_arguments()]
+    command = snakemake_command(tmp_path, f"{RUN}/model.pt", "--configfile", str(config), *slurm_arguments())
     with open(tmp_path / "snakemake.out", "w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=snakemake_env(tmp_path, slurm_cluster.env))
         state = tmp_path / RUN / "work" / "state.pt"
         deadline = time.monotonic() + 600
         while not state.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -196,10 +187,10 @@ def test_the_embedded_default_through_slurm_builds_the_local_bundle(slurm_cluste
     local, cluster = tmp_path / "local", tmp_path / "slurm"
     local.mkdir()
     cluster.mkdir()
-    done = snakemake(local, "--profile", str(ROOT / "profiles/local"), "--cores", "2", timeout=3600)
+    done = run_snakemake(local, "--profile", str(ROOT / "profiles/local"), "--cores", "2", timeout=3600)
     assert done.returncode == 0, done.output[-3000:]
     started = time.monotonic()
-    done = snakemake(cluster, *slurm_arguments(*fitted_resources()), "--jobs", "2", env=slurm_cluster.env, timeout=5400)
+    done = run_snakemake(cluster, *slurm_arguments(*fitted_resources()), "--jobs", "2", env=slurm_cluster.env, timeout=5400)
     assert done.returncode == 0, done.output[-3000:]
     print(f"the embedded default through Slurm: {time.monotonic() - started:.0f} s")
 

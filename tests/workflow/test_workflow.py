@@ -3,13 +3,13 @@ end-to-end run of the embedded default in a temporary working directory."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_snakemake
 
 import torch
 
@@ -24,11 +24,7 @@ pytestmark = pytest.mark.workflow
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
-    env = os.environ | {"MPLCONFIGDIR": str(workdir / ".mpl"), "NO_ALBUMENTATIONS_UPDATE": "1"}
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-    done.output = done.stdout + done.stderr
-    return done
+    return run_snakemake(workdir, *args, timeout=timeout)
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -36,7 +36,7 @@ def _our_row(paper_row: str, models: dict) -> str | None:
     return f"{model} / Last layer" if tuning == "Last layer" and model in models else None
 
 
-def _side_by_side(table: str, paper: pd.DataFrame, cells: dict, models: dict) -> pd.DataFrame:
+def _side_by_side(paper: pd.DataFrame, cells: dict, models: dict) -> pd.DataFrame:
     rows = []
     for paper_row in paper.index:
         ours = _our_row(paper_row, models)
@@ -49,7 +49,7 @@ def _side_by_side(table: str, paper: pd.DataFrame, cells: dict, models: dict) ->
 
 
 def _table3(paper: pd.DataFrame, cells: dict) -> pd.DataFrame:
-    frame = _side_by_side("table3", paper, cells, {})
+    frame = _side_by_side(paper, cells, {})
     ours = sorted({row for row, _ in cells})
     extra = []
     for our_row in ours:
@@ -103,7 +103,7 @@ def _lr_note(cells: dict) -> str:
     return f"Each cell: the best learning rate of the grid by mean test accuracy over {'/'.join(map(str, seeds))} seeds, as the paper tuned it (not accounted for in epsilon, as in the paper); chosen: {', '.join(chosen)}."
 
 
-def _not_reproduced(table: str, paper: pd.DataFrame, models: dict) -> list[str]:
+def _not_reproduced(paper: pd.DataFrame, models: dict) -> list[str]:
     notes = []
     if any(_model(r)[1] == "Full" for r in paper.index):
         notes.append("Full fine-tuning rows keep the paper's value only: this stage trains the last layer on cached features (ViP's DP fine-tuning of a whole encoder is in vip_table5).")
@@ -120,7 +120,7 @@ def mehta_table(table: str, results: dict, values: pd.DataFrame, section: dict, 
     mehta = section["mehta"]
     models = {k: v for k, v in mehta["models"].items() if v is not None}
     if table in ("table1", "table2"):
-        frame = _side_by_side(table, paper, cells, models)
+        frame = _side_by_side(paper, cells, models)
     elif table == "table3":
         frame = _table3(paper, cells)
     elif table == "table4":
@@ -136,7 +136,7 @@ def mehta_table(table: str, results: dict, values: pd.DataFrame, section: dict, 
         _lr_note(cells),
         _privacy_note(cells),
         feature_note(results),
-        *_not_reproduced(table, paper, models),
+        *_not_reproduced(paper, models),
     ]
     if table == "table3":
         notes.append("The paper's larger networks have no stand-in here; the 'Ours:' rows are every backbone of this workflow at the largest batch, so the table still shows how our backbones compare.")
