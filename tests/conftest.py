@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository root and a runner for the `dpvip` command line."""
+"""Shared fixtures: the repository root, runners for the `dpvip` command line and for
+Snakemake, a Slurm cluster, and the embedded default built once for the session."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,47 @@ def merged_config(*names: str) -> dict:
         update_config(config, yaml.safe_load((root / "config" / name).read_text()))
     validate_config(config, root / "config" / "schema.yaml")
     return config
+
+
+def deterministic_tables(workdir: Path) -> dict[str, str]:
+    """Every table's CSV under results/tables, without the columns that time the jobs."""
+    import pandas as pd
+
+    tables = {}
+    for path in sorted((workdir / "results/tables").glob("*.csv")):
+        frame = pd.read_csv(path)
+        tables[path.name] = frame.drop(columns=[c for c in frame.columns if "second" in c]).to_csv(index=False)
+    return tables
+
+
+def shard_hashes(workdir: Path) -> dict[str, str]:
+    """SHA-256 of every dataset shard and index under results/ (all are deterministic)."""
+    from dpvip.files import sha256
+
+    results = workdir / "results"
+    return {str(p.relative_to(results)): sha256(p) for p in sorted(results.glob("*/*/shard-*.tar")) + sorted(results.glob("*/*/index.json"))}
+
+
+@dataclass
+class EmbeddedRun:
+    """The embedded default as a user builds it: one table alone, then everything. `tables`
+    and `shards` are taken right after the full run, before any test changes the folder."""
+
+    workdir: Path
+    table: subprocess.CompletedProcess
+    full: subprocess.CompletedProcess | None = None
+    tables: dict[str, str] = field(default_factory=dict)
+    shards: dict[str, str] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="session")
+def embedded_default(tmp_path_factory) -> EmbeddedRun:
+    """The whole embedded DAG, built once (15 min here) for the tests that check it and
+    for the Slurm run that must reproduce it."""
+    workdir = tmp_path_factory.mktemp("embedded")
+    run = EmbeddedRun(workdir, run_snakemake(workdir, "--cores", "2", "results/tables/privacy_audit.csv"))
+    if run.table.returncode == 0:
+        run.full = run_snakemake(workdir, "--cores", "2", timeout=3600)
+        if run.full.returncode == 0:
+            run.tables, run.shards = deterministic_tables(workdir), shard_hashes(workdir)
+    return run

@@ -6,7 +6,6 @@ DP-MAE job cancelled mid-run that resumes from its checkpoint with its ledger.""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_snakemake, snakemake_command, snakemake_env
+from conftest import deterministic_tables, run_snakemake, shard_hashes, snakemake_command, snakemake_env
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.workflow, pytest.mark.slurm, pytest.mark.slow]
@@ -154,43 +153,14 @@ def fitted_resources() -> list[str]:
     return [f"{rule}:{key}={value}" for rule in profile["set-resources"] for key, value in (("cpus_per_task", 1), ("mem_mb", 5000), ("runtime", 120))]
 
 
-def deterministic_tables(workdir: Path) -> dict[str, str]:
-    """Every table's CSV, without the columns that time the jobs."""
-    import pandas as pd
-
-    tables = {}
-    for path in sorted((workdir / "results/tables").glob("*.csv")):
-        frame = pd.read_csv(path)
-        tables[path.name] = frame.drop(columns=[c for c in frame.columns if "second" in c]).to_csv(index=False)
-    return tables
-
-
-def shard_hashes(workdir: Path) -> dict[str, str]:
-    from dpvip.files import sha256
-
-    results = workdir / "results"
-    return {str(p.relative_to(results)): sha256(p) for p in sorted(results.glob("*/*/shard-*.tar")) + sorted(results.glob("*/*/index.json"))}
-
-
-# The whole embedded DAG twice, locally as the reference (15 min) and through Slurm (35 min:
-# 117 jobs through sbatch at about 3.5 a minute), takes 50 minutes here, which would take
-# `make test` to about 80 of CI's 90: it runs on request until it shares the reference run
-# of test_workflow's end-to-end test.
-FULL_RUN = os.environ.get("DPVIP_SLURM_E2E") == "1"
-
-
-@pytest.mark.skipif(not FULL_RUN, reason="the embedded DAG through Slurm (50 min with its local reference) runs with DPVIP_SLURM_E2E=1")
-def test_the_embedded_default_through_slurm_builds_the_local_bundle(slurm_cluster, tmp_path):
+def test_the_embedded_default_through_slurm_builds_the_local_bundle(slurm_cluster, embedded_default, tmp_path):
     """`snakemake --profile profiles/slurm` on the embedded default: every job but the local
     table, figure and bundle rules goes through sbatch (and srun), their logs are kept, and
-    the bundle holds the same tables, from shards of the same bytes, as a local run."""
-    local, cluster = tmp_path / "local", tmp_path / "slurm"
-    local.mkdir()
-    cluster.mkdir()
-    done = run_snakemake(local, "--profile", str(ROOT / "profiles/local"), "--cores", "2", timeout=3600)
-    assert done.returncode == 0, done.output[-3000:]
+    the bundle holds the same tables, from shards of the same bytes, as the local run."""
+    assert embedded_default.full is not None and embedded_default.full.returncode == 0, "the local run failed"
+    cluster = tmp_path
     started = time.monotonic()
-    done = run_snakemake(cluster, *slurm_arguments(*fitted_resources()), "--jobs", "2", env=slurm_cluster.env, timeout=5400)
+    done = run_snakemake(cluster, *slurm_arguments(*fitted_resources()), env=slurm_cluster.env, timeout=5400)
     assert done.returncode == 0, done.output[-3000:]
     print(f"the embedded default through Slurm: {time.monotonic() - started:.0f} s")
 
@@ -206,5 +176,5 @@ def test_the_embedded_default_through_slurm_builds_the_local_bundle(slurm_cluste
     from dpvip.report.bundle import verify_bundle
 
     assert verify_bundle(cluster / "results/bundle").ok
-    assert deterministic_tables(cluster) == deterministic_tables(local)
-    assert shard_hashes(cluster) == shard_hashes(local) and len(shard_hashes(local)) > 20
+    assert deterministic_tables(cluster) == embedded_default.tables and len(embedded_default.tables) > 30
+    assert shard_hashes(cluster) == embedded_default.shards and len(embedded_default.shards) > 20
