@@ -93,8 +93,7 @@ def write_synthetic_index(out: Path, family: str, images: int, resolution: int, 
 
 def snakemake_command(workdir: Path, *args: str) -> list[str]:
     """`python -m snakemake` on this checkout's Snakefile, run in `workdir`."""
-    root = Path(__file__).resolve().parents[1]
-    return [sys.executable, "-m", "snakemake", "--snakefile", str(root / "Snakefile"), "--directory", str(workdir), *args]
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
 
 
 def snakemake_env(workdir: Path, env: dict | None = None) -> dict:
@@ -116,11 +115,10 @@ def merged_config(*names: str) -> dict:
 
     from dpvip.config import validate_config
 
-    root = Path(__file__).resolve().parents[1]
     config: dict = {}
     for name in names:
-        update_config(config, yaml.safe_load((root / "config" / name).read_text()))
-    validate_config(config, root / "config" / "schema.yaml")
+        update_config(config, yaml.safe_load((ROOT / "config" / name).read_text()))
+    validate_config(config, ROOT / "config" / "schema.yaml")
     return config
 
 

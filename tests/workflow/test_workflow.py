@@ -23,10 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.workflow
 
 
-def snakemake(workdir: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
-    return run_snakemake(workdir, *args, timeout=timeout)
-
-
 def job_counts(output: str) -> dict[str, int]:
     """The 'Job stats' table Snakemake prints, as {rule: count} (without 'total')."""
     match = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", output, re.S)
@@ -95,13 +91,13 @@ PAPER_JOBS = COMMON_JOBS | {
 
 
 def test_dry_run_embedded_default(tmp_path):
-    done = snakemake(tmp_path, "-n")
+    done = run_snakemake(tmp_path, "-n")
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == ALL_JOBS
 
 
 def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
-    done = snakemake(
+    done = run_snakemake(
         tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"), "--configfile", str(ROOT / "config/paper.yaml")
     )
     assert done.returncode == 0, done.output
@@ -130,7 +126,7 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
     bad.write_text(
         "synthetic:\n  datasets:\n    dead_leaves:\n      family: stylegan_oriented\n      resolution: 48\n"
     )
-    done = snakemake(tmp_path, "-n", "--configfile", str(bad))
+    done = run_snakemake(tmp_path, "-n", "--configfile", str(bad))
     assert done.returncode != 0
     assert "resolution must be a power of two for stylegan_oriented (got 48)" in done.output
     assert "Job stats" not in done.output
@@ -156,7 +152,7 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
 def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path, bad_config, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(bad_config + "\n")
-    done = snakemake(tmp_path, "-n", "--configfile", str(bad))
+    done = run_snakemake(tmp_path, "-n", "--configfile", str(bad))
     assert done.returncode != 0
     assert message in done.output and "Job stats" not in done.output
 
@@ -169,7 +165,7 @@ VIP_TABLE_EVALUATIONS = {  # what each ViP table evaluates in the embedded defau
 
 @pytest.mark.parametrize("table", sorted(VIP_TABLE_EVALUATIONS))
 def test_each_vip_table_alone_asks_only_for_its_own_evaluations(tmp_path, table):
-    done = snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
+    done = run_snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
     assert done.returncode == 0, done.output
     counts = job_counts(done.output)
     assert counts["table_vip_result"] == 1 and counts.get("evaluate", 0) == VIP_TABLE_EVALUATIONS[table]
@@ -183,7 +179,7 @@ TRANSFER_TABLE_JOBS = {"mehta_table1": (2, 1), "mehta_table5": (1, 1), "dprandp_
 
 @pytest.mark.parametrize("table", sorted(DPRANDP_TABLE_RUNS))
 def test_each_dprandp_table_alone_asks_only_for_its_own_runs(tmp_path, table):
-    done = snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
+    done = run_snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
     assert done.returncode == 0, done.output
     counts = job_counts(done.output)
     assert (counts.get("dprandp_phase1", 0), counts["dprandp_private"]) == DPRANDP_TABLE_RUNS[table]
@@ -192,7 +188,7 @@ def test_each_dprandp_table_alone_asks_only_for_its_own_runs(tmp_path, table):
 
 @pytest.mark.parametrize("table", sorted(TRANSFER_TABLE_JOBS))
 def test_each_transfer_table_alone_asks_only_for_its_features_and_study(tmp_path, table):
-    done = snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
+    done = run_snakemake(tmp_path, "-n", f"results/tables/{table}.csv")
     assert done.returncode == 0, done.output
     counts = job_counts(done.output)
     assert (counts["transfer_features"], counts["transfer_study"]) == TRANSFER_TABLE_JOBS[table]
@@ -200,7 +196,7 @@ def test_each_transfer_table_alone_asks_only_for_its_features_and_study(tmp_path
 
 
 def test_lint_is_clean(tmp_path):
-    done = snakemake(tmp_path, "--lint")
+    done = run_snakemake(tmp_path, "--lint")
     assert done.returncode == 0, done.output
     assert "Lints for" not in done.output and "Congratulations" in done.output
 
@@ -208,7 +204,7 @@ def test_lint_is_clean(tmp_path):
 def test_invalid_config_stops_before_any_job_naming_the_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("privacy:\n  audit_accountants: [rdp, moments]\n")
-    done = snakemake(tmp_path, "-n", "--configfile", str(bad))
+    done = run_snakemake(tmp_path, "-n", "--configfile", str(bad))
     assert done.returncode != 0
     assert "config key 'privacy.audit_accountants[1]': 'moments' is not one of" in done.output
     assert "Job stats" not in done.output
@@ -268,14 +264,14 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     claims = pd.read_csv(tmp_path / "results/tables/dprandp_claims.csv")
     assert len(claims) == 4 and claims["held"].notna().all()
 
-    again = snakemake(tmp_path, "--cores", "2", "-n")
+    again = run_snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
 
     # A partial rerun: one changed evaluation setting, one table asked for. Only that table's
     # jobs that read the setting (ADE20K of its two encoders) and the table itself would run.
     tweak = tmp_path / "tweak.yaml"
     tweak.write_text("evaluate:\n  ade20k:\n    epochs: 11\n")
-    partial = snakemake(tmp_path, "-n", "results/tables/vip_table4.csv", "--configfile", str(tweak))
+    partial = run_snakemake(tmp_path, "-n", "results/tables/vip_table4.csv", "--configfile", str(tweak))
     assert partial.returncode == 0, partial.output
     counts = job_counts(partial.output)
     assert set(counts) == {"evaluate", "table_vip_result"} and counts["table_vip_result"] == 1
@@ -289,7 +285,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert probe.at[1.0, "σ_1 (paper)"] == 71 and probe.at[1.0, "epsilon (ours)"] == pytest.approx(1.0, abs=1e-3)
     study = tmp_path / "results/dp_transfer/mehta_table5.json"
     first = json.loads(study.read_text())["runs"]
-    rerun = snakemake(tmp_path, "--cores", "2", "results/tables/mehta_table5.csv", "--forcerun", str(study.relative_to(tmp_path)))
+    rerun = run_snakemake(tmp_path, "--cores", "2", "results/tables/mehta_table5.csv", "--forcerun", str(study.relative_to(tmp_path)))
     assert rerun.returncode == 0, rerun.output
     assert job_counts(rerun.output) == {"transfer_study": 1, "table_mehta": 1}
     assert [r["result"]["accuracy"] for r in json.loads(study.read_text())["runs"]] == [r["result"]["accuracy"] for r in first]
@@ -311,7 +307,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     # the same weights again.
     weights = torch.load(run / "model.pt")["model"]
     (run / "model.pt").unlink()
-    redo = snakemake(tmp_path, "--cores", "2")
+    redo = run_snakemake(tmp_path, "--cores", "2")
     assert redo.returncode == 0, redo.output
     assert job_counts(redo.output)["syn_vip"] == 1
     assert "resuming" in (tmp_path / "results/logs/pretrain/syn_vip_micro.log").read_text()
@@ -329,7 +325,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     probe = private / "randp_wrn10_1_dead_leaves/p24_eps1_seed0.json"
     probe_before = json.loads(probe.read_text())
     shard.unlink()
-    redo = snakemake(tmp_path, "--cores", "2")
+    redo = run_snakemake(tmp_path, "--cores", "2")
     assert redo.returncode == 0, redo.output
     assert job_counts(redo.output) == {
         "synthetic_shard": 1, "synthetic_index": 1, "table_synthetic_datasets": 1, "dprandp_phase1": 1, "dprandp_private": 1,
@@ -354,7 +350,7 @@ def test_syn_vip_with_two_processes_runs_under_torchrun(tmp_path):
         "pretrain:\n  syn_vip:\n    gpus: 2\n    epochs: 1\n    batch_size: 64\n    warmup_epochs: 0\n"
     )
     run = tmp_path / "results/pretrain/syn_vip_micro"
-    done = snakemake(tmp_path, "results/pretrain/syn_vip_micro/model.pt", "--cores", "2", "--configfile", str(small))
+    done = run_snakemake(tmp_path, "results/pretrain/syn_vip_micro/model.pt", "--cores", "2", "--configfile", str(small))
     assert done.returncode == 0, done.output
     _, record = load_mae(run / "model.pt")
     assert record["world_size"] == 2 and record["steps"] == 4 and record["images_seen"] == 256
@@ -365,7 +361,7 @@ def test_profile_resources_name_existing_rules(tmp_path):
     """Snakemake silently ignores set-resources for unknown rules: catch typos here."""
     import yaml
 
-    listed = snakemake(tmp_path, "--list-rules")
+    listed = run_snakemake(tmp_path, "--list-rules")
     assert listed.returncode == 0, listed.output
     rules = set(listed.stdout.split())
     profile = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())

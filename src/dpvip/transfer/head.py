@@ -250,7 +250,6 @@ def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, sett
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, steps, settings.warmup_steps, settings.schedule))
     sampler = PoissonBatches(examples, q, steps, settings.seed) if q < 1 else None
     noise_seed = derive(settings.seed, NOISE)
-    labels = train_labels
     sizes = []
     try:
         for step in range(steps):
@@ -260,14 +259,14 @@ def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, sett
                 generator = noise_generator(noise_seed, step, device)
                 privatise = partial(privatize, noise_multiplier=ledger.noise_multiplier, clip_norm=settings.clip_norm, expected_batch_size=q * examples, generator=generator)
             chosen = sampler.indices(step) if sampler else None
-            gradients = step_gradient(head, params, clipper, train[settings.view(step, views)], labels, chosen, sigmoid_loss, settings.micro_batch, privatise)
+            gradients = step_gradient(head, params, clipper, train[settings.view(step, views)], train_labels, chosen, sigmoid_loss, settings.micro_batch, privatise)
             descend(optimizer, params, gradients)
             scheduler.step()
             sizes.append(examples if chosen is None else len(chosen))
     finally:
         if clipper:
             clipper.close()
-    _, train_loss = evaluate(head, train[settings.view(steps - 1, views)], labels, sigmoid_loss, settings.micro_batch)
+    _, train_loss = evaluate(head, train[settings.view(steps - 1, views)], train_labels, sigmoid_loss, settings.micro_batch)
     privacy = (ledger.record() | {"examples": examples}) if ledger else None
     return head, {"steps": steps, "sample_rate": q, "privacy": privacy, "batch_sizes": sizes, "train_loss": train_loss}
 
