@@ -12,7 +12,8 @@ import yaml
 
 from dpvip.data.shard_reader import ShardReader
 from dpvip.files import sha256
-from test_workflow import job_counts, snakemake  # the workflow tests' runner, not a copy
+from conftest import run_snakemake
+from test_workflow import job_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 INDEX = "results/data/laion/index.json"
@@ -27,21 +28,21 @@ def _config(tmp_path: Path, laion: str) -> str:
 
 def test_dry_run_embedded_writes_the_natural_stand_in_one_job_per_shard(tmp_path):
     laion = yaml.safe_load((ROOT / "config/config.yaml").read_text())["data"]["laion"]
-    done = snakemake(tmp_path, "-n", INDEX)
+    done = run_snakemake(tmp_path, "-n", INDEX)
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == {"laion_natural_shard": math.ceil(laion["images"] / laion["shard_size"]), "laion_index": 1}
 
 
 def test_dry_run_paper_indexes_shards_it_does_not_have(tmp_path):
     assert not Path("/datasets/laion233m/shards").exists()
-    done = snakemake(tmp_path, "-n", INDEX, "--configfile", str(ROOT / "config/paper.yaml"))
+    done = run_snakemake(tmp_path, "-n", INDEX, "--configfile", str(ROOT / "config/paper.yaml"))
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == {"laion_index": 1}
 
 
 def test_dry_run_img2dataset_downloads_in_one_job(tmp_path):
     config = _config(tmp_path, "source: img2dataset\nurl_list: /nowhere/laion400m-meta")
-    done = snakemake(tmp_path, "-n", INDEX, "--configfile", config)
+    done = run_snakemake(tmp_path, "-n", INDEX, "--configfile", config)
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == {"laion_download": 1}
 
@@ -57,7 +58,7 @@ def test_dry_run_img2dataset_downloads_in_one_job(tmp_path):
     ],
 )
 def test_a_bad_data_config_stops_before_any_job_in_one_line(tmp_path, laion, message):
-    done = snakemake(tmp_path, "-n", INDEX, "--configfile", _config(tmp_path, laion))
+    done = run_snakemake(tmp_path, "-n", INDEX, "--configfile", _config(tmp_path, laion))
     assert done.returncode != 0
     assert message in done.output and "\n" not in message
     assert "Job stats" not in done.output
@@ -69,7 +70,7 @@ def test_natural_shards_then_indexing_them_where_they_lie(tmp_path):
     natural.mkdir()
     # 512 crops: the embedded DP pre-training checks its batch against the dataset's size
     config = _config(natural, "images: 512\nresolution: 16\nshard_size: 192")
-    done = snakemake(natural, "--cores", "2", INDEX, "--configfile", config)
+    done = run_snakemake(natural, "--cores", "2", INDEX, "--configfile", config)
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == {"laion_natural_shard": 3, "laion_index": 1}
     index = natural / INDEX
@@ -81,7 +82,7 @@ def test_natural_shards_then_indexing_them_where_they_lie(tmp_path):
     shard = natural / lost
     before, index_before = sha256(shard), index.read_bytes()
     shard.unlink()
-    redo = snakemake(natural, "--cores", "2", lost, INDEX, "--configfile", config)
+    redo = run_snakemake(natural, "--cores", "2", lost, INDEX, "--configfile", config)
     assert redo.returncode == 0, redo.output
     assert job_counts(redo.output) == {"laion_natural_shard": 1, "laion_index": 1}
     assert sha256(shard) == before and index.read_bytes() == index_before
@@ -90,7 +91,7 @@ def test_natural_shards_then_indexing_them_where_they_lie(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     config = _config(elsewhere, f"source: shards\nshards: {natural / 'results/data/laion'}\nchecksums: false")
-    done = snakemake(elsewhere, "--cores", "1", INDEX, "--configfile", config)
+    done = run_snakemake(elsewhere, "--cores", "1", INDEX, "--configfile", config)
     assert done.returncode == 0, done.output
     reader = ShardReader.from_index(elsewhere / INDEX)
     original = ShardReader.from_index(index)
