@@ -1,10 +1,18 @@
 # Two commands: `make run` (install, then run the embedded default workflow) and
 # `make test` (install, then run the whole test suite). Both start from nothing.
+# For the edit loop: `make test-fast` (unit tests, < 5 min) and `make check` (lint, format,
+# dry runs of both configs, < 60 s; a light environment without torch).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make check` needs only Snakemake and what the Snakefile imports: its own small venv.
+CHECK_VENV := .venv-check
+CHECK_BIN := $(CHECK_VENV)/bin
+CHECK_STAMP := $(CHECK_VENV)/.installed
+CHECK_PACKAGES := 'snakemake>=9,<10' 'snakemake-executor-plugin-slurm>=2.7.1' 'snakefmt>=0.10' 'ruff>=0.6' \
+	'jsonschema>=4.20' 'pyyaml>=6'
 CORES ?= all
 
 # Keep every cache inside the project.
@@ -18,7 +26,7 @@ export NO_ALBUMENTATIONS_UPDATE := 1
 # installs them when they are missing (elsewhere those tests are skipped, saying why).
 SLURM_PACKAGES := slurm-wlm munge
 
-.PHONY: install run test clean slurm
+.PHONY: install run test test-fast check clean slurm
 
 install: $(STAMP)
 
@@ -36,6 +44,23 @@ run: install
 
 test: install slurm
 	$(BIN)/python -m pytest
+
+# Unit tests only: no Snakemake runs, no Slurm, nothing marked slow.
+test-fast: install
+	$(BIN)/python -m pytest -m "not workflow and not slurm and not slow"
+
+$(CHECK_STAMP): Makefile
+	test -x $(CHECK_BIN)/python || $(PYTHON) -m venv $(CHECK_VENV)
+	$(CHECK_BIN)/python -m pip install --quiet $(CHECK_PACKAGES)
+	touch $@
+
+# Lint, format and dry runs of the embedded and the paper config (the Slurm profile's).
+check: $(CHECK_STAMP)
+	$(CHECK_BIN)/ruff check src tests workflow_scripts
+	$(CHECK_BIN)/snakefmt --check Snakefile rules
+	$(CHECK_BIN)/snakemake --lint --quiet
+	$(CHECK_BIN)/snakemake -n --quiet rules
+	$(CHECK_BIN)/snakemake -n --quiet rules --profile profiles/slurm --configfile config/paper.yaml
 
 slurm:
 	@if [ "$$(id -u)" = 0 ] && ! command -v slurmctld >/dev/null && command -v apt-get >/dev/null; then \

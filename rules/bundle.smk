@@ -41,9 +41,9 @@ rule bundle_report:
     output:
         f"{RESULTS}/report/report.html",
     log:
-        f"{LOGS}/bundle_report.log",
+        f"{LOGS}/bundle/report.log",
     benchmark:
-        f"{BENCHMARKS}/bundle_report.tsv"
+        f"{BENCHMARKS}/bundle/report.tsv"
     localrule: True
     conda:
         ENV
@@ -63,7 +63,9 @@ rule bundle:
     output:
         f"{BUNDLE}/MANIFEST.sha256",
     log:
-        f"{LOGS}/bundle.log",
+        f"{LOGS}/bundle/bundle.log",
+    benchmark:
+        f"{BENCHMARKS}/bundle/bundle.tsv"
     localrule: True
     conda:
         ENV

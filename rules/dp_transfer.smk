@@ -70,9 +70,9 @@ rule table_mehta:
             subcategory="Mehta et al.",
         ),
     log:
-        f"{LOGS}/table_mehta_{{table}}.log",
+        f"{LOGS}/tables/mehta_{{table}}.log",
     benchmark:
-        f"{BENCHMARKS}/table_mehta_{{table}}.tsv"
+        f"{BENCHMARKS}/tables/mehta_{{table}}.tsv"
     wildcard_constraints:
         table="|".join(MEHTA_TABLES),
     localrule: True
@@ -97,9 +97,9 @@ rule figure_mehta:
             subcategory="Mehta et al.",
         ),
     log:
-        f"{LOGS}/figure_mehta_{{figure}}.log",
+        f"{LOGS}/figures/mehta_{{figure}}.log",
     benchmark:
-        f"{BENCHMARKS}/figure_mehta_{{figure}}.tsv"
+        f"{BENCHMARKS}/figures/mehta_{{figure}}.tsv"
     wildcard_constraints:
         figure="|".join(MEHTA_FIGURES),
     localrule: True
@@ -124,9 +124,9 @@ rule table_dprandp_probe:
             subcategory="DP-RandP",
         ),
     log:
-        f"{LOGS}/table_dprandp_{{table}}.log",
+        f"{LOGS}/tables/dprandp_{{table}}.log",
     benchmark:
-        f"{BENCHMARKS}/table_dprandp_{{table}}.tsv"
+        f"{BENCHMARKS}/tables/dprandp_{{table}}.tsv"
     wildcard_constraints:
         table="|".join(PROBE_TABLES),
     localrule: True

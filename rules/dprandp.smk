@@ -71,9 +71,9 @@ rule table_dprandp:
             subcategory="DP-RandP",
         ),
     log:
-        f"{LOGS}/table_dprandp_{{table}}.log",
+        f"{LOGS}/tables/dprandp_{{table}}.log",
     benchmark:
-        f"{BENCHMARKS}/table_dprandp_{{table}}.tsv"
+        f"{BENCHMARKS}/tables/dprandp_{{table}}.tsv"
     wildcard_constraints:
         table="|".join(DPRANDP_TABLES),
     localrule: True
@@ -98,9 +98,9 @@ rule table_dprandp_claims:
             subcategory="DP-RandP",
         ),
     log:
-        f"{LOGS}/table_dprandp_claims.log",
+        f"{LOGS}/tables/dprandp_claims.log",
     benchmark:
-        f"{BENCHMARKS}/table_dprandp_claims.tsv"
+        f"{BENCHMARKS}/tables/dprandp_claims.tsv"
     localrule: True
     conda:
         ENV
@@ -124,9 +124,9 @@ rule figure_dprandp:
             subcategory="DP-RandP",
         ),
     log:
-        f"{LOGS}/figure_dprandp_{{figure}}.log",
+        f"{LOGS}/figures/dprandp_{{figure}}.log",
     benchmark:
-        f"{BENCHMARKS}/figure_dprandp_{{figure}}.tsv"
+        f"{BENCHMARKS}/figures/dprandp_{{figure}}.tsv"
     wildcard_constraints:
         figure="|".join(DPRANDP_FIGURES),
     localrule: True

@@ -10,7 +10,9 @@ rule coco_standin:
     output:
         f"{COCO_STANDIN}/{{split}}.json",
     log:
-        f"{LOGS}/data/coco_standin_{{split}}.log",
+        f"{LOGS}/evaluate/coco_standin_{{split}}.log",
+    benchmark:
+        f"{BENCHMARKS}/evaluate/coco_standin_{{split}}.tsv"
     wildcard_constraints:
         split="train|val",
     conda:

@@ -12,9 +12,9 @@ rule figure_vip_figure6:
             subcategory="Privacy",
         ),
     log:
-        f"{LOGS}/figure_vip_figure6.log",
+        f"{LOGS}/figures/vip_figure6.log",
     benchmark:
-        f"{BENCHMARKS}/figure_vip_figure6.tsv"
+        f"{BENCHMARKS}/figures/vip_figure6.tsv"
     localrule: True
     conda:
         ENV
@@ -33,9 +33,9 @@ rule figure_synthetic_samples:
             subcategory="Synthetic data",
         ),
     log:
-        f"{LOGS}/figure_synthetic_samples.log",
+        f"{LOGS}/figures/synthetic_samples.log",
     benchmark:
-        f"{BENCHMARKS}/figure_synthetic_samples.tsv"
+        f"{BENCHMARKS}/figures/synthetic_samples.tsv"
     localrule: True
     conda:
         ENV
@@ -57,9 +57,9 @@ rule figure_syn_vip_loss:
             subcategory="Pre-training",
         ),
     log:
-        f"{LOGS}/figure_syn_vip_loss.log",
+        f"{LOGS}/figures/syn_vip_loss.log",
     benchmark:
-        f"{BENCHMARKS}/figure_syn_vip_loss.tsv"
+        f"{BENCHMARKS}/figures/syn_vip_loss.tsv"
     localrule: True
     conda:
         ENV
@@ -83,9 +83,9 @@ rule figure_syn_vip_reconstructions:
             subcategory="Pre-training",
         ),
     log:
-        f"{LOGS}/figure_syn_vip_reconstructions.log",
+        f"{LOGS}/figures/syn_vip_reconstructions.log",
     benchmark:
-        f"{BENCHMARKS}/figure_syn_vip_reconstructions.tsv"
+        f"{BENCHMARKS}/figures/syn_vip_reconstructions.tsv"
     localrule: True
     conda:
         ENV
@@ -104,9 +104,9 @@ rule figure_vip_dp_loss:
             subcategory="DP pre-training",
         ),
     log:
-        f"{LOGS}/{{figure}}.log",
+        f"{LOGS}/figures/{{figure}}.log",
     benchmark:
-        f"{BENCHMARKS}/{{figure}}.tsv"
+        f"{BENCHMARKS}/figures/{{figure}}.tsv"
     wildcard_constraints:
         figure="|".join(DP_FIGURES),
     localrule: True
@@ -130,9 +130,9 @@ rule figure_vip_evaluations:
             subcategory="ViP evaluations",
         ),
     log:
-        f"{LOGS}/{{figure}}.log",
+        f"{LOGS}/figures/{{figure}}.log",
     benchmark:
-        f"{BENCHMARKS}/{{figure}}.tsv"
+        f"{BENCHMARKS}/figures/{{figure}}.tsv"
     wildcard_constraints:
         figure="vip_figure1|vip_figure5",
     localrule: True

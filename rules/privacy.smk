@@ -7,9 +7,9 @@ rule privacy_audit:
     output:
         f"{RESULTS}/privacy/audit_{{paper}}.csv",
     log:
-        f"{LOGS}/privacy_audit/{{paper}}.log",
+        f"{LOGS}/privacy/audit_{{paper}}.log",
     benchmark:
-        f"{BENCHMARKS}/privacy_audit/{{paper}}.tsv"
+        f"{BENCHMARKS}/privacy/audit_{{paper}}.tsv"
     conda:
         ENV
     params:
@@ -22,9 +22,9 @@ rule privacy_curve_vip_figure6:
     output:
         f"{RESULTS}/privacy/vip_figure6_curve.csv",
     log:
-        f"{LOGS}/privacy_curve_vip_figure6.log",
+        f"{LOGS}/privacy/curve_vip_figure6.log",
     benchmark:
-        f"{BENCHMARKS}/privacy_curve_vip_figure6.tsv"
+        f"{BENCHMARKS}/privacy/curve_vip_figure6.tsv"
     conda:
         ENV
     params:

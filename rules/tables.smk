@@ -15,9 +15,9 @@ rule table_privacy_audit:
             subcategory="Privacy",
         ),
     log:
-        f"{LOGS}/table_privacy_audit.log",
+        f"{LOGS}/tables/privacy_audit.log",
     benchmark:
-        f"{BENCHMARKS}/table_privacy_audit.tsv"
+        f"{BENCHMARKS}/tables/privacy_audit.tsv"
     localrule: True
     conda:
         ENV
@@ -37,9 +37,9 @@ rule table_synthetic_datasets:
             subcategory="Synthetic data",
         ),
     log:
-        f"{LOGS}/table_synthetic_datasets.log",
+        f"{LOGS}/tables/synthetic_datasets.log",
     benchmark:
-        f"{BENCHMARKS}/table_synthetic_datasets.tsv"
+        f"{BENCHMARKS}/tables/synthetic_datasets.tsv"
     localrule: True
     conda:
         ENV
@@ -60,9 +60,9 @@ rule table_vip_table3:
             subcategory="ViP",
         ),
     log:
-        f"{LOGS}/table_vip_table3.log",
+        f"{LOGS}/tables/vip_table3.log",
     benchmark:
-        f"{BENCHMARKS}/table_vip_table3.tsv"
+        f"{BENCHMARKS}/tables/vip_table3.tsv"
     localrule: True
     conda:
         ENV
@@ -87,9 +87,9 @@ rule table_vip_dp_runs:
             subcategory="ViP",
         ),
     log:
-        f"{LOGS}/table_vip_dp_runs.log",
+        f"{LOGS}/tables/vip_dp_runs.log",
     benchmark:
-        f"{BENCHMARKS}/table_vip_dp_runs.tsv"
+        f"{BENCHMARKS}/tables/vip_dp_runs.tsv"
     localrule: True
     conda:
         ENV
@@ -108,9 +108,9 @@ rule table_vip_result:
             subcategory="ViP",
         ),
     log:
-        f"{LOGS}/table_{{table}}.log",
+        f"{LOGS}/tables/{{table}}.log",
     benchmark:
-        f"{BENCHMARKS}/table_{{table}}.tsv"
+        f"{BENCHMARKS}/tables/{{table}}.tsv"
     wildcard_constraints:
         table="|".join(VIP_TABLES),
     localrule: True

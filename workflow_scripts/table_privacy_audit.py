@@ -3,7 +3,7 @@
 import pandas as pd
 
 from dpvip.logs import logging_to
-from dpvip.privacy.audit import audit_notes
+from dpvip.report.privacy_tables import audit_notes
 from dpvip.report.tables import write_table
 
 with logging_to(snakemake.log[0]):

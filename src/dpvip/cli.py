@@ -154,6 +154,14 @@ def cmd_bench_dp_step(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_workflow(args: argparse.Namespace) -> int:
+    from dpvip.report.workflow_bench import bench_workflow, format_summary
+
+    summary = bench_workflow(args.directory, args.out)
+    print(json.dumps(summary) if args.json else format_summary(summary))
+    return 0
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -295,6 +303,15 @@ def _add_bench(commands) -> None:
     dp_step.add_argument("--methods", nargs="+", default=["nonprivate", "ours", "vmap", "opacus_hooks", "opacus_ghost"], help="nonprivate is always run (the ratios' base)")
     dp_step.add_argument("--json", action="store_true")
     dp_step.set_defaults(handler=cmd_bench_dp_step)
+    workflow = bench_commands.add_parser(
+        "workflow", help="where the last workflow run's time went: per stage, the slowest jobs, start-up share",
+        description="Reads results/benchmarks and results/logs of the last Snakemake run in DIRECTORY and writes "
+        "results/benchmarks/workflow.json.",
+    )
+    workflow.add_argument("--directory", default=".", help="the workflow's working directory (default: here)")
+    workflow.add_argument("--out", help="where to write the summary (default: results/benchmarks/workflow.json)")
+    workflow.add_argument("--json", action="store_true")
+    workflow.set_defaults(handler=cmd_bench_workflow)
 
 
 def build_parser() -> argparse.ArgumentParser:

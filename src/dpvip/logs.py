@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+
+# The line `dpvip bench workflow` reads to tell a job's start-up (interpreter, imports,
+# unpickling Snakemake's job object) from its work.
+STARTUP_PREFIX = "start-up:"
+
+
+def seconds_since_process_start() -> float | None:
+    """Wall seconds since this process was created, or None where psutil cannot tell."""
+    try:
+        import psutil
+
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except Exception:  # noqa: BLE001 - a missing measurement must never fail a job
+        return None
 
 
 @contextlib.contextmanager
@@ -23,6 +37,9 @@ def logging_to(path: str | Path) -> Iterator[None]:
         root = logging.getLogger()
         root.addHandler(handler)
         root.setLevel(logging.INFO)
+        startup = seconds_since_process_start()
+        if startup is not None:  # straight to the file: other handlers on the root may echo to the terminal
+            handle.write(f"{STARTUP_PREFIX} {startup:.2f} s from process start to the job's first line\n")
         try:
             yield
         except BaseException:

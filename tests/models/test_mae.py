@@ -5,7 +5,7 @@ import torch
 from opacus import GradSampleModule
 
 from dpvip.errors import DpvipInputError
-from dpvip.models import MAE_SIZES, mae_size
+from dpvip.models import MAE_SIZES, mae_parameters, mae_size, mae_variant
 from dpvip.models.mae import MaskedAutoencoder, MAESettings, count_parameters
 from dpvip.report.paper_values import load_paper_values, paper_table
 
@@ -31,6 +31,17 @@ def test_large_follows_the_printed_architecture_not_the_printed_count():
     # 24 blocks of width 1024 (ViT-L, as He et al.) cannot hold 233.3M parameters: the encoder
     # alone has 303M. The registry follows the architecture; the vip_table3 table shows both.
     assert parameters_in_millions("large") == pytest.approx(316.6, abs=0.1)
+
+
+@pytest.mark.parametrize("name, image_size, patch_size", [
+    ("nano", 224, 16), ("large", 224, 16), ("base_dec8", 224, 16), ("micro", 32, 4), ("micro_dec1", 32, 4), ("pico", 32, 4), ("mini", 64, 8),
+])
+def test_closed_form_count_equals_the_built_network(name, image_size, patch_size):
+    """Tables count parameters without torch (mae_parameters); the built network decides."""
+    size, decoder_depth = mae_variant(name)
+    with torch.device("meta"):
+        network = MaskedAutoencoder(MAESettings(size, image_size, patch_size, decoder_depth=decoder_depth))
+    assert mae_parameters(name, patch_size) == count_parameters(network)
 
 
 def test_registry_agrees_with_the_paper_values_file(root):

@@ -1,7 +1,8 @@
 import pytest
 
 from dpvip.privacy.gaussian import composed_sigma
-from dpvip.privacy.audit import audit_claim, audit_notes, verdict
+from dpvip.privacy.audit import audit_claim, verdict
+from dpvip.report.privacy_tables import audit_notes
 from dpvip.privacy.claims import load_claims
 
 

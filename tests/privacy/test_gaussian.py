@@ -6,10 +6,41 @@ import pytest
 from dpvip.privacy import gaussian
 
 
-def test_composed_sigma_is_dprandp_table23_formula():
-    s1, s2, steps = 71.0, 43.0, 100
-    expected = 1 / math.sqrt(1 / s1**2 + steps / s2**2)
-    assert gaussian.composed_sigma([(s1, 1), (s2, steps)]) == pytest.approx(expected)
+# DP-RandP Table 23 (epsilon = 1 row): a private mean with sigma_1 = 71, then T = 100
+# full-batch DP-SGD steps with sigma_2 = 43, at delta = 7.8e-7.
+TABLE23_SIGMAS, TABLE23_DELTA = [(71.0, 1), (43.0, 100)], 7.8e-7
+# Epsilon of that composition from dp_accounting's PLD accountant (ComposedDpEvent of
+# GaussianDpEvent(71) and SelfComposedDpEvent(GaussianDpEvent(43), 100),
+# value_discretization_interval 1e-4 and 1e-5 both give 0.99581), computed once with
+# dp_accounting and hard-coded here. The paper reports this row as epsilon = 1; its sigmas
+# are rounded to integers, so the composition spends slightly less than 1.
+TABLE23_EPSILON = 0.99581
+# The private mean (sigma_1 = 71) adds only 0.00196 to epsilon (the 100 steps alone: 0.99385),
+# so the tolerances below stay well under that, or dropping sigma_1 would pass.
+
+
+def _table23_epsilon() -> float:
+    return gaussian.epsilon_for_delta(1 / gaussian.composed_sigma(TABLE23_SIGMAS), TABLE23_DELTA)
+
+
+def test_composed_sigma_matches_dp_accounting_pld_of_the_composition():
+    mean = dp_accounting.GaussianDpEvent(71.0)
+    steps = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(43.0), 100)
+    event = dp_accounting.ComposedDpEvent([mean, steps])
+    pld = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
+    pld.compose(event)
+    pld_epsilon = pld.get_epsilon(TABLE23_DELTA)
+    exact = _table23_epsilon()
+    # PLD is pessimistic and discretised: never below the exact value, close above it
+    # (at this discretisation within 1e-7 of it).
+    assert exact <= pld_epsilon + 1e-9
+    assert pld_epsilon == pytest.approx(exact, abs=1e-4)
+
+
+def test_composed_sigma_gives_dprandp_table23_epsilon():
+    epsilon = _table23_epsilon()
+    assert epsilon == pytest.approx(TABLE23_EPSILON, abs=1e-4)
+    assert epsilon <= 1.0  # within the paper's stated budget
 
 
 def test_t_steps_equal_one_step_with_sigma_over_sqrt_t():

@@ -12,13 +12,6 @@ from dpvip.privacy.optimizers import OPTIMIZERS, make_optimizer, set_gradients
 
 SETTINGS = {"lr": 0.05, "weight_decay": 0.1, "betas": (0.8, 0.95), "eps": 1e-6}
 
-# Each name with the optimizer it must be, built directly with the same settings.
-DIRECT = {
-    "adamw": lambda params: torch.optim.AdamW(params, lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1),
-    "adam": lambda params: torch.optim.Adam(params, lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1),
-    "sgd": lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=0.1),
-    "lamb": lambda params: Lamb(params, lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1, always_adapt=True, max_grad_norm=None),
-}
 TYPES = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "sgd": torch.optim.SGD, "lamb": Lamb}
 
 
@@ -72,19 +65,74 @@ def test_set_gradients_needs_one_gradient_per_parameter():
         set_gradients(model.parameters(), gradients(model, 0)[:-1])
 
 
+# Reference updates in plain tensor arithmetic (no torch.optim / timm code), written from
+# each optimizer's definition with SETTINGS' lr, betas and eps (weight decay wd per test).
+LR, (B1, B2), EPS = SETTINGS["lr"], SETTINGS["betas"], SETTINGS["eps"]
+MOMENTUM = 0.9  # make_optimizer's default for SGD (DP-RandP's)
+
+
+def _adam_direction(state, i, grad, t):
+    """Bias-corrected Adam direction m_hat / (sqrt(v_hat) + eps), updating m and v."""
+    state["m"][i] = B1 * state["m"][i] + (1 - B1) * grad
+    state["v"][i] = B2 * state["v"][i] + (1 - B2) * grad * grad
+    m_hat = state["m"][i] / (1 - B1**t)
+    v_hat = state["v"][i] / (1 - B2**t)
+    return m_hat / (v_hat.sqrt() + EPS)
+
+
+def _sgd_step(params, grads, state, t, wd):
+    # torch SGD: coupled weight decay, momentum buffer = g at the first step, no dampening.
+    for i, (p, g) in enumerate(zip(params, grads)):
+        g = g + wd * p
+        state["buf"][i] = g if t == 1 else MOMENTUM * state["buf"][i] + g
+        params[i] = p - LR * state["buf"][i]
+
+
+def _adam_step(params, grads, state, t, wd):
+    # Adam with coupled L2 weight decay: the decay term is added to the gradient.
+    for i, (p, g) in enumerate(zip(params, grads)):
+        params[i] = p - LR * _adam_direction(state, i, g + wd * p, t)
+
+
+def _adamw_step(params, grads, state, t, wd):
+    # AdamW: decoupled weight decay p <- p (1 - lr wd), then the Adam step on the raw gradient.
+    for i, (p, g) in enumerate(zip(params, grads)):
+        p = p * (1 - LR * wd)
+        params[i] = p - LR * _adam_direction(state, i, g, t)
+
+
+def _lamb_step(params, grads, state, t, wd):
+    # LAMB as You et al. and optax define it: u = m_hat / (sqrt(v_hat) + eps) + wd p, then a
+    # per-tensor trust ratio ||p|| / ||u|| (1 where either norm is 0), p <- p - lr r u.
+    # timm's Lamb (always_adapt=True, max_grad_norm=None, bias_correction and grad_averaging
+    # at their defaults) is this algorithm: eps outside the sqrt of the bias-corrected v (optax's
+    # eps_root = 0), decay coupled into u before the ratio, the ratio from p before the step.
+    # timm's foreach path folds the bias corrections into scalars (eps * sqrt(1 - b2^t)), an
+    # algebraically identical rewrite.
+    for i, (p, g) in enumerate(zip(params, grads)):
+        u = _adam_direction(state, i, g, t) + wd * p
+        p_norm, u_norm = p.norm(), u.norm()
+        ratio = p_norm / u_norm if p_norm > 0 and u_norm > 0 else 1.0
+        params[i] = p - LR * ratio * u
+
+
+REFERENCE_STEPS = {"sgd": _sgd_step, "adam": _adam_step, "adamw": _adamw_step, "lamb": _lamb_step}
+
+
+# Weight decay 0 too: timm's Lamb skips the trust ratio there unless always_adapt is set.
+@pytest.mark.parametrize("weight_decay", [0.1, 0.0])
 @pytest.mark.parametrize("name", OPTIMIZERS)
-def test_steps_equal_the_same_optimizer_fed_the_same_grad(name):
-    ours, direct = toy(), toy()
-    start = [p.detach().clone() for p in ours.parameters()]
-    optimizer = make_optimizer(name, ours.parameters(), **SETTINGS)
-    reference = DIRECT[name](list(direct.parameters()))
+def test_steps_match_the_optimizers_update_rule_by_hand(name, weight_decay):
+    model = toy(torch.float64)
+    start = [p.detach().clone() for p in model.parameters()]
+    optimizer = make_optimizer(name, model.parameters(), **{**SETTINGS, "weight_decay": weight_decay})
+    expected = [p.clone() for p in start]
+    state = {key: [torch.zeros_like(p) for p in start] for key in ("m", "v", "buf")}
     for step in range(3):  # several steps, so momentum and moment estimates matter
-        grads = gradients(ours, step)
-        set_gradients(ours.parameters(), grads)
+        grads = gradients(model, step)
+        set_gradients(model.parameters(), grads)
         optimizer.step()
-        for param, grad in zip(direct.parameters(), grads):
-            param.grad = grad.clone()
-        reference.step()
-    for mine, theirs, before in zip(ours.parameters(), direct.parameters(), start):
+        REFERENCE_STEPS[name](expected, [g.to(torch.float64) for g in grads], state, step + 1, weight_decay)
+    for mine, theirs, before in zip(model.parameters(), expected, start):
         assert not torch.allclose(mine, before)
-        torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+        torch.testing.assert_close(mine.detach(), theirs, rtol=1e-6, atol=1e-7)

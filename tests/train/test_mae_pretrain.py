@@ -201,7 +201,6 @@ def test_a_rank_whose_share_is_all_corrupt_still_joins_the_update(shaders_index,
     """Under DDP every rank must run its backward pass; a rank that lost its whole share to
     corrupt samples contributes a zero-weighted pass (here: the other ranks' 8 samples are
     simulated by the global count)."""
-    import torch
 
     from dpvip.train.distributed import Distributed
 

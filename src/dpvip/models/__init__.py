@@ -69,6 +69,29 @@ def mae_size(name: str, decoder_depth: int | None = None) -> MAESize:
     return MAESize(**(size.architecture() | {"decoder_depth": decoder_depth}))
 
 
+def _block_parameters(width: int, mlp_ratio: float) -> int:
+    """A pre-norm ViT block with qkv bias: two LayerNorms, attention (qkv, projection), MLP."""
+    hidden = int(width * mlp_ratio)
+    return 2 * 2 * width + (3 * width * width + 3 * width) + (width * width + width) + (2 * width * hidden + hidden + width)
+
+
+def mae_parameters(model: str, patch_size: int = 16, in_chans: int = 3) -> int:
+    """Trainable parameters of the MAE `model` (a size or <size>_dec<depth>), counted from the
+    registry without building it, so tables need no torch; `dpvip.models.mae` is tested to
+    agree. Position embeddings are fixed buffers; the image size does not enter."""
+    size = mae_size(*mae_variant(model))
+    width, dec_width, pixels = size.encoder_width, size.decoder_width, patch_size * patch_size * in_chans
+    encoder = (pixels * width + width) + width + size.encoder_depth * _block_parameters(width, size.mlp_ratio) + 2 * width
+    decoder = (
+        (width * dec_width + dec_width)
+        + dec_width
+        + size.decoder_depth * _block_parameters(dec_width, size.mlp_ratio)
+        + 2 * dec_width
+        + (dec_width * pixels + pixels)
+    )
+    return encoder + decoder
+
+
 @dataclass(frozen=True)
 class MAESettings:
     """Everything that defines an MAE network and its loss (stored in every checkpoint)."""

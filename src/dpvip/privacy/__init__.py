@@ -9,3 +9,4 @@ full-batch composition), `claims` and `audit` (the papers' settings), `curves`.
 # Names offered by the command line and checked in configs without importing torch.
 ACCOUNTANTS = ("rdp", "prv", "pld")
 OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
+ROUNDING_SLACK = 0.005  # a claim printed as 8.0 still "holds" at 8.04 (relative)

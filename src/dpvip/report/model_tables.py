@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import pandas as pd
-import torch
 
-from dpvip.models import MAE_SIZES, mae_variant
-from dpvip.models.mae import MaskedAutoencoder, MAESettings, count_parameters
+from dpvip.models import MAE_SIZES, MAESettings, mae_parameters, mae_variant
 from dpvip.report.paper_values import paper_table
 
 
 def trainable_millions(model: str, image_size: int = 224, patch_size: int = 16) -> float:
     size, decoder_depth = mae_variant(model)
-    with torch.device("meta"):  # shapes only: even the large size costs no memory
-        network = MaskedAutoencoder(MAESettings(size, image_size, patch_size, decoder_depth=decoder_depth))
-    return count_parameters(network) / 1e6
+    MAESettings(size, image_size, patch_size, decoder_depth=decoder_depth).check()
+    return mae_parameters(model, patch_size) / 1e6
 
 
 def vip_table3(values: pd.DataFrame, extra_models: dict[str, tuple[int, int]]) -> pd.DataFrame:

@@ -53,13 +53,19 @@ def hardware() -> dict:
         "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "gpus": [],
     }
-    try:
-        import torch
-
-        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    except Exception:  # a broken CUDA runtime must not stop the bundle; it is recorded as none
-        info["gpus"] = []
+    info["gpus"] = gpu_names()
     return info
+
+
+def gpu_names() -> list[str]:
+    """The GPUs the NVIDIA driver lists (`nvidia-smi -L`), without importing torch: the bundle
+    job is a light local job. None found, no driver or a broken one: an empty list."""
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    # "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)"
+    return [line.split(":", 1)[1].split("(UUID")[0].strip() for line in listed.splitlines() if line.startswith("GPU ")]
 
 
 def rule_timings(benchmarks_dir: Path) -> list[dict]:
