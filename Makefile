@@ -12,7 +12,7 @@ CHECK_VENV := .venv-check
 CHECK_BIN := $(CHECK_VENV)/bin
 CHECK_STAMP := $(CHECK_VENV)/.installed
 CHECK_PACKAGES := 'snakemake>=9,<10' 'snakemake-executor-plugin-slurm>=2.7.1' 'snakefmt>=0.10' 'ruff>=0.6' \
-	'jsonschema>=4.20' 'pyyaml>=6'
+	'jsonschema>=4.20' 'pyyaml>=6' 'tqdm>=4.66' 'numpy>=1.26' pillow
 CORES ?= all
 
 # Keep every cache inside the project.
@@ -59,8 +59,8 @@ check: $(CHECK_STAMP)
 	$(CHECK_BIN)/ruff check src tests workflow_scripts
 	$(CHECK_BIN)/snakefmt --check Snakefile rules
 	$(CHECK_BIN)/snakemake --lint --quiet
-	$(CHECK_BIN)/snakemake -n --quiet rules
-	$(CHECK_BIN)/snakemake -n --quiet rules --profile profiles/slurm --configfile config/paper.yaml
+	$(CHECK_BIN)/snakemake -n --quiet rules reason host
+	$(CHECK_BIN)/snakemake -n --quiet rules reason host --profile profiles/slurm --configfile config/paper.yaml
 
 slurm:
 	@if [ "$$(id -u)" = 0 ] && ! command -v slurmctld >/dev/null && command -v apt-get >/dev/null; then \

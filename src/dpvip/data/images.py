@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 import torch
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
-from torchvision import transforms
 
 from dpvip.data.shard_reader import CorruptSample, ShardReader
+
+if TYPE_CHECKING:
+    from torchvision import transforms
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
 # MAE normalises with ImageNet statistics, also on synthetic images.
@@ -18,6 +21,8 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 def mae_augmentation(image_size: int, crop_scale: tuple[float, float] = (0.2, 1.0)) -> transforms.Compose:
     """MAE pre-training augmentation: RandomResizedCrop (bicubic) and horizontal flip."""
+    from torchvision import transforms  # noqa: F811 - imported where used: ~2 s at import
+
     return transforms.Compose(
         [
             transforms.RandomResizedCrop(image_size, scale=crop_scale, interpolation=transforms.InterpolationMode.BICUBIC),

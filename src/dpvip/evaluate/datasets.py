@@ -13,15 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torchvision import transforms
 
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD, decode_image
 from dpvip.data.shard_reader import CorruptSample, ShardReader
 from dpvip.errors import DpvipInputError, first_line
+
+if TYPE_CHECKING:
+    from torchvision import transforms
 
 
 @dataclass
@@ -74,6 +77,8 @@ def digits(image_size: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[
 
 def evaluation_transform(image_size: int) -> transforms.Compose:
     """Resize the short side to size / 0.875, then centre-crop (MAE's evaluation transform)."""
+    from torchvision import transforms  # noqa: F811 - imported where used: ~2 s at import
+
     return transforms.Compose(
         [
             transforms.Resize(int(round(image_size / 0.875)), interpolation=transforms.InterpolationMode.BICUBIC),

@@ -20,6 +20,7 @@ from torchvision import transforms
 
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD
 from dpvip.errors import DpvipInputError
+from dpvip.evaluate.accuracy import classifier_accuracy
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, trainable_features
 from dpvip.evaluate.linear_probe import best_of_grid
@@ -121,16 +122,6 @@ def train_classifier(model: nn.Module, train: LabelledImages, settings: Finetune
             optimizer.step()
             step += 1
     return model.eval()
-
-
-@torch.no_grad()
-def classifier_accuracy(classifier: nn.Module, test, batch_size: int = 256) -> float:
-    """Top-1 accuracy (a fraction) on `test` (LabelledImages or FolderImages), in batches on
-    the classifier's device."""
-    classifier.eval()
-    device = next(classifier.parameters()).device
-    correct = sum(int((classifier(images.to(device)).argmax(1) == labels.to(device)).sum()) for images, labels in test.batches(batch_size))
-    return correct / max(1, len(test))
 
 
 def finetune_grid(mae: MaskedAutoencoder, train: LabelledImages, test: LabelledImages, settings: FinetuneSettings, lrs: list[float]) -> dict:

@@ -48,6 +48,11 @@ MAE_SIZES = {
 }
 
 
+def count_parameters(model) -> int:
+    """Trainable parameters (the fixed position embeddings are buffers and not counted)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def mae_variant(name: str) -> tuple[str, int | None]:
     """A model name of the workflow: a size ('base') or a size with another decoder depth
     ('base_dec8', ViP Table 11) -> (size, decoder depth or None)."""

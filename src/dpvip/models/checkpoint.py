@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings, mae_size
-from dpvip.models.mae import MaskedAutoencoder, encoder_at
 from dpvip.train.checkpoint import load, save_atomic
+
+if TYPE_CHECKING:  # the model (timm) is imported only where one is built
+    from dpvip.models.mae import MaskedAutoencoder
 
 FORMAT = "dpvip.mae/1"
 
@@ -54,6 +57,8 @@ def load_mae(path: str | Path, expected: MAESettings | None = None, device: str 
             if have[key] != want[key] and not (decoder_may_differ and key == "decoder_depth"):
                 raise DpvipInputError(f"checkpoint {path} holds an MAE with {key} {have[key]!r}, not {want[key]!r}")
         settings = expected
+    from dpvip.models.mae import MaskedAutoencoder
+
     model = MaskedAutoencoder(settings)
     weights = payload["model"]
     if decoder_may_differ:
@@ -74,6 +79,8 @@ def load_mae_at(path: str | Path, image_size: int | None = None, device: str | t
     if image_size is None or image_size == model.settings.image_size:
         return model, record
     try:
+        from dpvip.models.mae import encoder_at
+
         return encoder_at(model, image_size), record
     except DpvipInputError as err:
         raise DpvipInputError(f"{path} at {image_size} px: {err}") from None

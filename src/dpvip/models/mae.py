@@ -24,7 +24,7 @@ from timm.layers import PatchEmbed, build_sincos2d_pos_embed
 from timm.models.vision_transformer import Block
 from torch import nn
 
-from dpvip.models import MAESettings, MAESize, mae_size
+from dpvip.models import MAESettings, MAESize, mae_size, count_parameters  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -176,11 +176,6 @@ class MaskedAutoencoder(nn.Module):
         tokens, mask, ids_restore = self.encode(images, noise)
         prediction = self.decode(tokens, mask, ids_restore)
         return MAEOutput(self.per_example_loss(images, prediction, mask), prediction, mask)
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Trainable parameters (the fixed position embeddings are buffers and not counted)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def encoder_at(mae: MaskedAutoencoder, image_size: int) -> MaskedAutoencoder:

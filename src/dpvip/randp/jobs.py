@@ -21,7 +21,7 @@ def work_dir(out: str | Path) -> Path:
 def run_private_job(run: PrivateRun, settings: PrivateSettings, data_spec: dict, init: str | Path | None, out: str | Path, progress: bool = True) -> dict:
     """Phases II and III of `run`; writes its result JSON to `out` and returns it."""
     from dpvip.randp.data import private_splits
-    from dpvip.randp.phase1 import load_backbone
+    from dpvip.randp.backbone import load_backbone
     from dpvip.randp.private import fresh_network, train_private
 
     splits, facts = private_splits(run.task, data_spec, settings.image_size)

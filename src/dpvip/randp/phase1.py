@@ -15,16 +15,14 @@ classifier), the projection head, the size and the record; `load_backbone` start
 from __future__ import annotations
 
 import bisect
-import numbers
 from pathlib import Path
 
 import torch
-from torch import nn
 from torch.utils.data import Dataset
 
 from dpvip.data.sampling import EpochBatches
-from dpvip.errors import DpvipInputError, first_line
-from dpvip.models.wrn import WideResNet
+from dpvip.errors import DpvipInputError
+from dpvip.randp.backbone import FORMAT, load_backbone
 from dpvip.randp.phase1_methods import build_method
 from dpvip.randp.phase1_settings import Phase1Settings
 from dpvip.randp.phase1_views import view_pairs
@@ -33,7 +31,6 @@ from dpvip.train.run import MAERun
 
 __all__ = ["FORMAT", "EpochMilestones", "Phase1Settings", "Phase1Training", "load_backbone", "train_phase1"]
 
-FORMAT = "dpvip.randp_phase1/1"
 
 
 class EpochMilestones:
@@ -129,26 +126,3 @@ class Phase1Training(MAERun):
 def train_phase1(settings: Phase1Settings, data_index: str | Path, run_dir: str | Path, progress: bool = True) -> dict:
     """Train (or resume) the Phase I run in `run_dir`; returns the record stored with model.pt."""
     return Phase1Training(settings, data_index, run_dir, progress).run()
-
-
-def load_backbone(path: str | Path, num_classes: int, device: str | torch.device = "cpu") -> tuple[WideResNet, dict]:
-    """(network, record): the Phase I backbone with a new classifier of `num_classes`
-    outputs whose weight and bias are zero, as DP-RandP's Phase II starts it."""
-    if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 1:
-        raise DpvipInputError(f"num_classes {num_classes!r} must be a positive integer")
-    num_classes = int(num_classes)  # also from numpy
-    payload = checkpoint.load(path)
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise DpvipInputError(f"{path} is not a DP-RandP Phase I checkpoint (format {FORMAT})")
-    model = WideResNet(payload["size"], num_classes=num_classes)
-    # The stored classifier (of Phase I's default width) is replaced, not loaded.
-    weights = {k: v for k, v in payload["model"].items() if not k.startswith("classifier.")}
-    try:
-        missing, unexpected = model.load_state_dict(weights, strict=False)
-    except RuntimeError as err:  # a tensor of another shape
-        raise DpvipInputError(f"{path}: its weights do not fit a {payload['size']}: {first_line(err)}") from None
-    if unexpected or set(missing) != {"classifier.weight", "classifier.bias"}:
-        raise DpvipInputError(f"{path}: its weights do not fit a {payload['size']} (missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")
-    nn.init.zeros_(model.classifier.weight)
-    nn.init.zeros_(model.classifier.bias)
-    return model.to(device), payload["record"]

@@ -28,7 +28,7 @@ from torch import nn
 from tqdm import tqdm
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.finetune import classifier_accuracy
+from dpvip.evaluate.accuracy import classifier_accuracy
 from dpvip.files import sha256
 from dpvip.models.wrn import WideResNet
 from dpvip.privacy.clipping import ClippedGradientSum
@@ -41,7 +41,7 @@ from dpvip.randp.augmult import augmult_views
 from dpvip.randp.private_settings import PrivateSettings
 from dpvip.seeds import derive
 from dpvip.train import checkpoint
-from dpvip.train.run import StopRequest
+from dpvip.train.stop import StopRequest
 from dpvip.train.settings import first_difference
 
 

@@ -11,9 +11,7 @@ resumes from the state and refuses one written with other settings or data.
 from __future__ import annotations
 
 import abc
-import contextlib
 import shutil
-import signal
 import time
 from pathlib import Path
 
@@ -25,31 +23,12 @@ from dpvip.data.images import AugmentedImages, collate_skipping_corrupt, mae_aug
 from dpvip.data.shard_reader import ShardReader
 from dpvip.errors import DpvipInputError
 from dpvip.models.checkpoint import save_mae
-from dpvip.models.mae import count_parameters
+from dpvip.models import count_parameters
 from dpvip.train import checkpoint
 from dpvip.train.distributed import Distributed
 from dpvip.train.metrics import MetricsLog
 from dpvip.train.settings import first_difference
-
-
-class StopRequest:
-    """Turns SIGTERM (Slurm time limit, preemption) into a checkpoint and a clean stop."""
-
-    def __init__(self):
-        self.requested = False
-        self._previous = None
-
-    def __enter__(self):
-        with contextlib.suppress(ValueError):  # not the main thread: no handler
-            self._previous = signal.signal(signal.SIGTERM, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        self.requested = True
-
-    def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
+from dpvip.train.stop import StopRequest
 
 
 class MAERun(abc.ABC):

@@ -31,7 +31,7 @@ from dpvip.evaluate.features import FeatureChoice, encoder_features
 from dpvip.models.checkpoint import load, load_mae_at
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.models.wrn import ProjectionHead, WideResNet
-from dpvip.randp.phase1 import load_backbone
+from dpvip.randp.backbone import load_backbone
 from dpvip.seeds import derive
 
 RECIPES = {"mae": ("prelogits", "blocks4"), "wrn": ("prelogits", "projection1")}
