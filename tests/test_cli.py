@@ -5,6 +5,7 @@ import pytest
 from conftest import dpvip_json, run_dpvip
 
 
+@pytest.mark.slow
 def test_epsilon_contract():
     out = dpvip_json(
         "privacy", "epsilon", "--sample-rate", str(98304 / 233e6), "--noise-multiplier", "0.48",
@@ -14,6 +15,7 @@ def test_epsilon_contract():
     assert out["accountant"] == "rdp"
 
 
+@pytest.mark.slow
 def test_sigma_contract_round_trips_through_epsilon():
     out = dpvip_json(
         "privacy", "sigma", "--sample-rate", "0.08192", "--steps", "875", "--epsilon", "1",
@@ -26,6 +28,7 @@ def test_sigma_contract_round_trips_through_epsilon():
     assert 0.95 <= back["epsilon"] <= 1.0
 
 
+@pytest.mark.slow
 def test_composed_full_batch_mechanisms():
     # DP-RandP Table 23, epsilon = 1: private mean (sigma 71) + 100 steps (sigma 43).
     out = dpvip_json(
@@ -36,6 +39,7 @@ def test_composed_full_batch_mechanisms():
     assert out["epsilon"] <= 1.0 and len(out["mechanisms"]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -12,6 +12,7 @@ from dpvip.data.shard_reader import ShardReader
 from shard_data import IMAGES, shard_paths, small_index  # noqa: F401  (fixture)
 
 
+@pytest.mark.slow
 def test_natural_writes_shards_and_an_index_and_a_rerun_keeps_them(tmp_path):
     out = tmp_path / "laion"
     args = ("data", "natural", "--out", str(out), "--images", "12", "--resolution", "16", "--shard-size", "5", "--seed", "2")

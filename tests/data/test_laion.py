@@ -71,6 +71,7 @@ def ingested(url_list, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_good_images_become_samples_and_failures_are_counted_by_reason(ingested):
     out, index = ingested
     assert index["source"] == "img2dataset" and index["total_samples"] == len(GOOD)

@@ -83,6 +83,7 @@ def test_sigma_calibration_round_trip(accountant, sample_rate, steps, target):
     assert less > target
 
 
+@pytest.mark.slow
 def test_tighter_accounting_needs_less_noise():
     sigmas = {a: noise_multiplier(0.01, 1000, 3.0, 1e-5, a).noise_multiplier for a in ACCOUNTANTS}
     assert sigmas["pld"] < sigmas["rdp"] and sigmas["prv"] < sigmas["rdp"]

@@ -39,6 +39,7 @@ def test_micro_batches_add_up_to_the_batch():
     assert max_relative_difference(summed, ours.clipped_sum(images, noise)) <= 1e-5
 
 
+@pytest.mark.slow
 def test_cli_json_has_every_method_and_positive_ratios():
     done = run_dpvip("bench", "dp-step", "--rounds", "1", "--warmup", "0", "--batch", "4", "--json")
     assert done.returncode == 0, done.stderr

@@ -31,6 +31,7 @@ def training(splits, tmp_path, **changes) -> PrivateTraining:
     return PrivateTraining(s, splits, fresh_network(s.model, 10, s.seed), tmp_path / "run", progress=False)
 
 
+@pytest.mark.slow
 def test_both_phases_spend_exactly_the_runs_budget(splits, tmp_path, torch_one_thread):
     run = training(splits, tmp_path)
     result = run.run()
@@ -73,6 +74,7 @@ def test_epsilon_inf_clips_without_noise(splits, tmp_path, torch_one_thread):
     assert result["settings"]["epsilon"] == "inf"
 
 
+@pytest.mark.slow
 def test_resume_continues_the_run_and_its_ledger(splits, tmp_path, torch_one_thread, monkeypatch):
     whole = training(splits, tmp_path / "whole")
     whole.run()
@@ -100,6 +102,7 @@ def test_resume_continues_the_run_and_its_ledger(splits, tmp_path, torch_one_thr
         training(splits, tmp_path / "broken", epsilon=4.0).resume()
 
 
+@pytest.mark.slow
 def test_a_short_private_run_beats_chance(splits, tmp_path, torch_one_thread):
     # Digits at 8 px, epsilon 8: the EMA model is reported; chance is 10% (360 test images,
     # so 18% is more than 5 standard errors above it).

@@ -27,6 +27,7 @@ def test_resuming_with_other_settings_is_refused_before_anything_is_written(tmp_
     assert sorted(p.name for p in out.iterdir()) == ["dataset.json", SHARDS[0]]
 
 
+@pytest.mark.slow
 def test_generate_writes_shards_and_index_and_regenerates_only_a_missing_shard(tmp_path):
     out = tmp_path / "leaves"
     done = run_dpvip(*GENERATE, "--out", str(out))

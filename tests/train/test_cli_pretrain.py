@@ -24,6 +24,7 @@ def pretrain(settings, data, out, *extra) -> list[str]:
     return ["pretrain", "mae", "--settings", str(settings), "--size", SIZE, "--data", str(data), "--out", str(out), *extra]
 
 
+@pytest.mark.slow
 def test_a_missing_settings_file_is_named_with_exit_status_2(tmp_path):
     done = run_dpvip(*pretrain(tmp_path / "nope.yaml", tmp_path / "index.json", tmp_path / "run"))
     assert done.returncode == 2
@@ -52,6 +53,7 @@ def test_an_unknown_model_is_named(tmp_path, capsys, model):
     assert len(lines) == 1 and lines[0].startswith(f"dpvip: error: MAE model '{model}' is not a registered size")
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_two_processes_under_torchrun_match_one_process(reference_run, shaders_index, tmp_path):
     settings = settings_file(tmp_path)

@@ -128,6 +128,7 @@ def test_a_step_past_the_budget_is_refused(shaders_index, tmp_path):
     assert training.ledger.steps_done == 2
 
 
+@pytest.mark.slow
 def test_the_first_examples_only(shaders_index, tmp_path):
     training = DPMAETraining(dp_settings(examples=256), shaders_index, tmp_path / "run", progress=False)
     assert training.sample_rate == 64 / 256 and training.ledger.delta == 1 / 512
@@ -136,6 +137,7 @@ def test_the_first_examples_only(shaders_index, tmp_path):
         DPMAETraining(dp_settings(examples=1024), shaders_index, tmp_path / "other", progress=False)
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_two_gloo_processes_train_what_one_does(dp_run, shaders_index, reference_run, tmp_path):
     """Sampling and noise do not depend on the number of ranks, so two processes (each with

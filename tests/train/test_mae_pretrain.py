@@ -68,6 +68,7 @@ def test_loss_falls_and_the_run_writes_model_and_metrics(reference_run):
     assert checkpoint.load(reference_run / "work" / "state.pt")["step"] == STEPS
 
 
+@pytest.mark.slow
 def test_a_crashed_run_resumes_to_the_uninterrupted_weights_bit_for_bit(reference_run, shaders_index, tmp_path, monkeypatch):
     run = tmp_path / "run"
     resumable = settings(checkpoint_every=6)  # states at steps 6 and 12; the crash is in step 10
@@ -86,6 +87,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_weights_bit_for_bit(referenc
     assert not list(run.rglob("*.partial"))
 
 
+@pytest.mark.slow
 def test_sigterm_saves_the_state_and_the_resumed_run_matches(reference_run, shaders_index, tmp_path, monkeypatch):
     run = tmp_path / "run"
     original, count = MAEPretraining.train_step, [0]
@@ -111,6 +113,7 @@ def test_sigterm_saves_the_state_and_the_resumed_run_matches(reference_run, shad
     assert logged(run) == logged(reference_run)
 
 
+@pytest.mark.slow
 def test_micro_batches_give_the_same_weights_up_to_summation_order(reference_run, shaders_index, tmp_path):
     stored = pretrain_mae(settings(micro_batch=16), shaders_index, tmp_path / "run", progress=False)
     assert stored["steps"] == STEPS

@@ -84,6 +84,7 @@ def test_dp_lamb_first_step_is_dp_adams_then_the_trust_ratio_scales_its_steps():
     assert float(step) == pytest.approx(0.05 * float(first.weight.detach().norm()), rel=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [8.0, None])
 def test_a_subsampled_run_equals_a_naive_per_example_loop(epsilon):
     n, width, classes, views, q, lr, clip, seed = 16, 4, 3, 2, 0.5, 0.5, 1.0, 5

@@ -56,14 +56,14 @@ COMMON_JOBS = {
     "bundle": 1,
     "all": 1,
 }
-# 3 datasets x 4 shards of 512 images, (Syn)-ViP micro and pico, the LAION stand-in
-# (8 shards of 512 crops), and DP runs: vip_micro, vip_pico, both from random
+# 3 datasets x 2 shards of 1024 images, (Syn)-ViP micro and pico, the LAION stand-in
+# (2 shards of 2048 crops), and DP runs: vip_micro, vip_pico, both from random
 # initialisation, and micro's dataset-size, batch, decoder, mask-ratio and epsilon ablations;
 # evaluations: 12 linear probes (every MAE), 7 few-shot (Tables 2, 7, 10, Figure 5; ResNet-50
 # as the CNN baseline), COCO, ADE20K and DP fine-tuning of syn_vip_micro and vip_micro
 ALL_JOBS = COMMON_JOBS | {
-    "synthetic_shard": 12, "synthetic_index": 3, "syn_vip": 2, "syn_vip_reconstructions": 2,
-    "laion_natural_shard": 8, "laion_index": 1, "dp_mae": 10, "evaluate": 12 + 8 + 2 + 2 + 2, "coco_standin": 2,
+    "synthetic_shard": 6, "synthetic_index": 3, "syn_vip": 2, "syn_vip_reconstructions": 2,
+    "laion_natural_shard": 2, "laion_index": 1, "dp_mae": 10, "evaluate": 12 + 8 + 2 + 2 + 2, "coco_standin": 2,
     # DP-RandP on digits, epsilon 1 and 8, 2 seeds: DP-RandP, w/o Phase II, Phase II only and
     # cold (16); at epsilon 1 with seed 0: Table 10's two other Phase I sets (2), MoCo and the
     # second model with and without Phase II (4), Table 25's other cold Phase II steps (2)
@@ -140,9 +140,9 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
         ("pretrain: {syn_vip: {batch_size: 4096}}", "pretrain.syn_vip.batch_size 4096 exceeds the 2048 images of dataset 'shaders'"),
         ("pretrain: {syn_vip: {models: [huge]}}", "MAE model 'huge' is not a registered size"),
         ("pretrain: {syn_vip: {patch_size: 5}}", "MAE image size 32 is not a multiple of patch size 5"),
-        ("dp_pretrain: {settings: {batch_size: 100000}}", "dp_pretrain run vip_micro: batch_size 100000 exceeds the 4096 examples"),
+        ("dp_pretrain: {settings: {batch_size: 100000}}", "dp_pretrain run vip_micro: batch_size 100000 exceeds the 2048 examples"),
         ("dp_pretrain: {ablations: {model_size: [mini]}}", "dp_pretrain run vip_mini starts from (Syn)-ViP 'mini', which pretrain.syn_vip.models does not train"),
-        ("dp_pretrain: {ablations: {dataset_size: [100]}}", "dp_pretrain run vip_micro_n100: batch_size 256 exceeds the 100 examples"),
+        ("dp_pretrain: {ablations: {dataset_size: [100]}}", "dp_pretrain run vip_micro_n100: batch_size 128 exceeds the 100 examples"),
         ("dp_pretrain: {settings: {sigma: 0.5}}", "sigma"),
         ("dp_pretrain: {ablation_model: nano}", "dp_pretrain.ablation_model 'nano' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size"),
         ("evaluate: {few_shot: {datasets: {Aircraft: [10]}}}", "evaluate.few_shot uses dataset 'Aircraft', which evaluate.datasets does not define"),
@@ -300,8 +300,8 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     vip = tmp_path / "results/dp_pretrain/vip_micro"
     _, dp_record = load_mae(vip / "model.pt", MAESettings("micro", image_size=32, patch_size=4))
     ledger = dp_record["privacy"]
-    assert dp_record["init"].endswith("syn_vip_micro/model.pt") and dp_record["examples"] == 4096
-    assert ledger["steps_done"] == 16 and ledger["delta"] == 1 / 8192 and 7.9 < ledger["epsilon_spent"] <= 8.0
+    assert dp_record["init"].endswith("syn_vip_micro/model.pt") and dp_record["examples"] == 2048
+    assert ledger["steps_done"] == 16 and ledger["delta"] == 1 / 4096 and 7.9 < ledger["epsilon_spent"] <= 8.0
     assert [r["step"] for r in read_metrics(vip / "metrics.jsonl")][-1] == 16
     # A lost checkpoint is not retrained: the run resumes from its final state and writes
     # the same weights again.
@@ -319,7 +319,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     # what reads the shards (here dead leaves' Phase I run and its one private run), but both
     # resume from their final states: no step is trained again and the results are identical.
     synthetic = tmp_path / "results/synthetic/dead_leaves"
-    shard, index = synthetic / "shard-000002.tar", synthetic / "index.json"
+    shard, index = synthetic / "shard-000001.tar", synthetic / "index.json"
     others = {path: path.stat().st_mtime_ns for path in synthetic.glob("shard-*.tar") if path != shard}
     before, index_before = sha256(shard), index.read_bytes()
     probe = private / "randp_wrn10_1_dead_leaves/p24_eps1_seed0.json"

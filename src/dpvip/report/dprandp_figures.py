@@ -16,7 +16,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpvip.privacy import accounting
 from dpvip.randp.plan import DPRandPPlan, PrivateRun, epsilon_label, parse_epsilon
 from dpvip.report.dprandp_rows import COLD_ROW, WARM_FULL, WARM_NO_PHASE2, figure_runs
 from dpvip.report.dprandp_tables import mean_std, run_values, stand_in_text
@@ -149,6 +148,10 @@ def figure4(plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFr
 
 @functools.lru_cache(maxsize=512)
 def _paper_epsilon(sigma: float, steps: int, accountant: str) -> float:
+    # Only Figure 6 accounts (the paper's x-axis), and only it pays for importing the
+    # accountants (opacus, hence torch): Figures 2 and 4 stay light jobs.
+    from dpvip.privacy import accounting
+
     return accounting.epsilon([accounting.Mechanism(PAPER_SAMPLE_RATE, sigma, steps)], PAPER_DELTA, accountant).epsilon
 
 
