@@ -237,17 +237,25 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         *(f"tables/dprandp_table{n}.md" for n in (4, 5, 22, 23)),
     ):
         assert (bundle / name).is_file(), name
-    # The ViP tables hold real numbers from the runs, beside the paper's.
-    table4 = (tmp_path / "results/tables/vip_table4.csv").read_text()
+    # The ViP tables hold real numbers from the runs, beside the paper's. Floors are what the
+    # embedded default learns on digits (10 classes, 360 test images: chance 10%), with a
+    # margin; measured here: probes 94%, 10-shot fine-tuning 23-31%.
     import pandas as pd
 
-    table = pd.read_csv(tmp_path / "results/tables/vip_table4.csv").set_index("model")
-    assert table.at["ViP", "COCO AP box (paper)"] == 45.2 and 0 <= table.at["ViP", "COCO AP box (ours)"] <= 100
-    assert 0 < table.at["(Syn)-ViP", "ADE20K mIoU (ours)"] <= 100, table4
+    table1 = pd.read_csv(tmp_path / "results/tables/vip_table1.csv").set_index("model")
+    assert table1.at["ViP-LAION", "ImageNet-1K (ours)"] > 80 and table1.at["(Syn)-ViP", "ImageNet-1K (ours)"] > 80
+    table2 = pd.read_csv(tmp_path / "results/tables/vip_table2.csv").set_index("model")
+    assert all(table2.at[model, "CIFAR-100 10-shot (ours)"] > 15 for model in ("SimCLR", "(Syn)-ViP", "ViP"))
+    # What does not learn at CPU size is said, not hidden behind a range: 40 ViTDet iterations
+    # match a few boxes (AP 0.03-0.05, above 0 only if a detection matches a shape), ADE20K's
+    # 5 epochs predict background only (21.4 mIoU for both encoders), and 12 DP fine-tuning
+    # steps stay at chance. Their paper-scale numbers need the paper config.
+    table4 = pd.read_csv(tmp_path / "results/tables/vip_table4.csv").set_index("model")
+    assert table4.at["ViP", "COCO AP box (paper)"] == 45.2
+    assert table4.at["ViP", "COCO AP box (ours)"] > 0 and table4.at["(Syn)-ViP", "COCO AP box (ours)"] > 0
+    assert table4.at["ViP", "ADE20K mIoU (ours)"] > 0
     table5 = pd.read_csv(tmp_path / "results/tables/vip_table5.csv").set_index("model")
     assert 7 < table5.at["ViP", "epsilon (ours)"] <= 8 and table5.at["ViP", "delta (ours)"] == 1 / (2 * 1437)
-    table1 = pd.read_csv(tmp_path / "results/tables/vip_table1.csv").set_index("model")
-    assert table1.at["ViP-LAION", "ImageNet-1K (ours)"] > 50  # digits: chance is 10%
 
     # DP-RandP: each run spends exactly its budget over both phases; the tables and the
     # claims hold measured numbers beside the paper's.
@@ -257,12 +265,18 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     result = json.loads((private / "randp_wrn10_1/p4_eps1_seed0.json").read_text())
     ledger = result["privacy"]
     assert ledger["steps_done"] == 24 and 0.99 < ledger["epsilon_spent"] <= 1.0 and 0 < ledger["epsilon_phase2"] < ledger["epsilon_spent"]
-    assert [p["phase"] for p in result["curve"]] == [2] * 4 + [3] * 20 and 0 <= result["accuracy"]["test"] <= 100
+    assert [p["phase"] for p in result["curve"]] == [2] * 4 + [3] * 20 and result["accuracy"]["test"] > 12  # measured 17.8
     assert json.loads((private / "cold/p0_eps8_seed1.json").read_text())["init_checkpoint"] == "random"
+    # Measured: DP-RandP 16.0% at epsilon 1 and 35.6% at 8; the cold start 10.0% and 16.7%.
     randp = pd.read_csv(tmp_path / "results/tables/dprandp_table1.csv").set_index("row")
-    assert randp.at["DP-RandP", "epsilon=1 (paper)"] == 72.32 and 0 <= randp.at["DP-RandP", "epsilon=1 (ours)"] <= 100
+    assert randp.at["DP-RandP", "epsilon=1 (paper)"] == 72.32
+    assert randp.at["DP-RandP", "epsilon=8 (ours)"] > 25 and randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["DP-RandP", "epsilon=1 (ours)"]
+    assert randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["De et al. [15]", "epsilon=8 (ours)"] + 10
+    # The verdicts on our runs: (a) warm beats cold, (c) Phase II helps and (d) probing alone
+    # saturates hold; (b), the gap growing as epsilon shrinks, does not at this size (+2.1 at
+    # epsilon 1 against +11.5 at 8).
     claims = pd.read_csv(tmp_path / "results/tables/dprandp_claims.csv")
-    assert len(claims) == 4 and claims["held"].notna().all()
+    assert claims["held"].tolist() == [True, False, True, True]
 
     again = run_snakemake(tmp_path, "--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
@@ -280,7 +294,10 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     # DP transfer: real numbers on cached features; a second run of a study reads the caches
     # the first one wrote, without computing a feature again.
     mehta5 = pd.read_csv(tmp_path / "results/tables/mehta_table5.csv").set_index("Finetuning Dataset")
-    assert mehta5.at["ImageNet-1k", "epsilon=8.0 (paper)"] == 68.3 and 10 < mehta5.at["ImageNet-1k", "Non-Private (ours)"] <= 100
+    assert mehta5.at["ImageNet-1k", "epsilon=8.0 (paper)"] == 68.3
+    # measured: 68.3% without privacy, 64.7% at epsilon 8, 19.4% at 0.5 (one full-batch step)
+    assert mehta5.at["ImageNet-1k", "Non-Private (ours)"] > 50 and mehta5.at["ImageNet-1k", "epsilon=8.0 (ours)"] > 50
+    assert mehta5.at["ImageNet-1k", "epsilon=0.5 (ours)"] < mehta5.at["ImageNet-1k", "epsilon=8.0 (ours)"] - 20
     probe = pd.read_csv(tmp_path / "results/tables/dprandp_table23.csv").set_index("epsilon")
     assert probe.at[1.0, "σ_1 (paper)"] == 71 and probe.at[1.0, "epsilon (ours)"] == pytest.approx(1.0, abs=1e-3)
     study = tmp_path / "results/dp_transfer/mehta_table5.json"
