@@ -54,4 +54,8 @@ def test_a_dp_finetune_job_writes_its_ledger(tmp_path, checkpoint):
     assert ledger["steps_done"] == ledger["planned_steps"] == 3 and ledger["noise_multiplier"] == 1.0
     assert ledger["sample_rate"] == 512 / 1437 and ledger["delta"] == 1 / (2 * 1437)
     assert result["columns"] == {"Top-1 Accuracy": pytest.approx(result["columns"]["Top-1 Accuracy"]), "epsilon": ledger["epsilon_spent"], "delta": ledger["delta"]}
-    assert 0 < ledger["epsilon_spent"] < 100
+    # the epsilon the run records is the accountant's for its (q, sigma, steps, delta)
+    from dpvip.privacy.accounting import Mechanism, epsilon
+
+    expected = epsilon([Mechanism(512 / 1437, 1.0, 3)], ledger["delta"], "rdp").epsilon
+    assert ledger["epsilon_spent"] == pytest.approx(expected, rel=1e-9)
