@@ -26,6 +26,7 @@ from scipy.optimize import brentq
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS, gaussian
+from dpvip.privacy.memo import memoised
 
 PRV_EPS_ERROR = 0.01
 # PLD loss discretisation. Coarser than dp-accounting's 1e-4 default but still pessimistic
@@ -146,6 +147,13 @@ def _exact_epsilon(mechanisms: Sequence[Mechanism], delta: float) -> float:
 _EPSILON = {"rdp": _rdp_epsilon, "prv": _prv_epsilon, "pld": _pld_epsilon, "exact": _exact_epsilon}
 
 
+@memoised
+def _composed_epsilon(method: str, mechanisms: tuple[Mechanism, ...], delta: float) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # opacus' order-grid hint; grid extended
+        return float(_EPSILON[method](mechanisms, delta))
+
+
 def epsilon(mechanisms: Sequence[Mechanism], delta: float, accountant: str) -> Spent:
     """Epsilon at `delta` of composing `mechanisms`, under `accountant`."""
     check_delta(delta)
@@ -154,9 +162,7 @@ def epsilon(mechanisms: Sequence[Mechanism], delta: float, accountant: str) -> S
         raise DpvipInputError("no mechanism given to account for")
     method = _method(accountant, all(m.full_batch for m in mechanisms))
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # opacus' order-grid hint; grid extended
-            value = _EPSILON[method](mechanisms, delta)
+        value = _composed_epsilon(method, tuple(mechanisms), float(delta))
     except (ValueError, RuntimeError, OverflowError) as err:
         raise DpvipInputError(f"{accountant} accountant cannot evaluate this setting: {err}") from err
     return Spent(float(value), delta, accountant, METHODS[method])
@@ -238,7 +244,7 @@ _CALIBRATE = {
 }
 
 
-@functools.lru_cache(maxsize=256)  # a study trains many heads with one mechanism (lr and seed grids)
+@memoised  # a study trains many heads with one mechanism; many runs share a budget
 def noise_multiplier(
     sample_rate: float, steps: int, target_epsilon: float, delta: float, accountant: str
 ) -> Calibration:
