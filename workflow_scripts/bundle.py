@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.bundle import build_bundle
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     build_bundle(
         Path(snakemake.output[0]).parent,
         {"tables": snakemake.input.tables, "figures": snakemake.input.figures, "report": snakemake.input.report},

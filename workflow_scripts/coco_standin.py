@@ -3,9 +3,9 @@
 from pathlib import Path
 
 from dpvip.evaluate.coco_standin import CocoStandIn, write_split
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     split, shapes = snakemake.wildcards.split, snakemake.params.shapes
     images = shapes["train_images"] if split == "train" else shapes["val_images"]
     spec = CocoStandIn(images=images, image_size=snakemake.params.image_size, max_objects=shapes["max_objects"], seed=shapes["seed"])

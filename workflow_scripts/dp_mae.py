@@ -5,12 +5,12 @@ from pathlib import Path
 
 import torch
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.train.dp_mae import dp_train_mae
 from dpvip.train.dp_settings import DPPretrainSettings
 from dpvip.train.launch import run_torchrun_with_settings
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     run, model, values = Path(snakemake.params.run), snakemake.params.model, snakemake.params.settings
     init = snakemake.input.get("init")

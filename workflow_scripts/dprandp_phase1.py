@@ -4,10 +4,10 @@ from pathlib import Path
 
 import torch
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.randp.jobs import run_phase1_job
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     p = snakemake.params
     run_phase1_job(p.run, p.section, snakemake.input.index, Path(snakemake.output.model).parent)

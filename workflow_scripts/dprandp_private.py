@@ -2,10 +2,10 @@
 
 import torch
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.randp.jobs import run_private_job
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     init = snakemake.input.init[0] if snakemake.input.init else None
     p = snakemake.params

@@ -5,9 +5,9 @@ from pathlib import Path
 import torch
 
 from dpvip.evaluate.jobs import run_evaluation
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     checkpoint = snakemake.input.checkpoint[0] if snakemake.input.checkpoint else None
     standin = snakemake.input.get("standin")

@@ -2,13 +2,13 @@
 
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.dprandp_tables import read_results
 from dpvip.report import dprandp_figures
 from dpvip.report.figures import save_figure
 from dpvip.report.paper_values import load_paper_values
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     p = snakemake.params
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     results = read_results(p.runs, snakemake.input.results)

@@ -3,11 +3,11 @@
 import json
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report import mehta_figures
 from dpvip.report.figures import save_figure
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     p = snakemake.params
     results = json.loads(Path(snakemake.input.results).read_text())
     draw = getattr(mehta_figures, snakemake.wildcards.figure)

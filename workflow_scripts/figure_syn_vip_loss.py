@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.figures import save_figure
 from dpvip.report.pretrain_figures import loss_curves
 from dpvip.train.metrics import read_metrics
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     runs = {Path(path).parent.name.removeprefix("syn_vip_"): read_metrics(path) for path in snakemake.input}
     title = f"(Syn)-ViP: MAE pre-training on '{snakemake.params.dataset}'"
     save_figure(loss_curves(runs, title), snakemake.output[0])

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.figures import save_figure
 from dpvip.report.pretrain_figures import reconstruction_panel
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     panels = {Path(path).parent.name.removeprefix("syn_vip_"): dict(np.load(path)) for path in snakemake.input}
     save_figure(reconstruction_panel(panels), snakemake.output[0])

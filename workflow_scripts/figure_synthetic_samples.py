@@ -1,11 +1,11 @@
 """The contact sheet of synthetic samples: the first images of each dataset's first shard."""
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.figures import save_figure
 from dpvip.report.synthetic_figures import contact_sheet
 from dpvip.synthetic.shards import read_images
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     rows = []
     for name, shard in zip(snakemake.params.datasets, snakemake.input):
         samples = list(read_images(shard, limit=snakemake.params.per_dataset))

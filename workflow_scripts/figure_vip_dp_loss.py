@@ -3,12 +3,12 @@
 import json
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.dp_figures import dp_loss_figure
 from dpvip.report.figures import save_figure
 from dpvip.train.metrics import read_metrics
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     ledgers = [Path(path) for path in snakemake.input if path.endswith("privacy.json")]
     runs = {path.parent.name: (json.loads(path.read_text()), read_metrics(path.parent / "metrics.jsonl")) for path in ledgers}
     epsilons = {privacy["target_epsilon"] for privacy, _ in runs.values()}

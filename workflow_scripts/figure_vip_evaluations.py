@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.figures import save_figure
 from dpvip.report.model_tables import trainable_millions
 from dpvip.report.paper_values import load_paper_values, paper_table
@@ -11,7 +11,7 @@ from dpvip.report.vip_eval_figures import figure1, figure5
 from dpvip.report.vip_rows import figure5_backbones
 from dpvip.report.vip_tables import ours_by_backbone
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     ours = ours_by_backbone([json.loads(Path(path).read_text()) for path in snakemake.input.results])
     plan = snakemake.params.plan

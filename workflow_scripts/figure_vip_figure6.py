@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.privacy_figures import epsilon_curve_figure
 from dpvip.report.figures import save_figure
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     save_figure(epsilon_curve_figure(pd.read_csv(snakemake.input[0])), snakemake.output[0])

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from dpvip.data.laion import IngestSettings, ingest
 from dpvip.data.shard_index import summary
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     settings = IngestSettings(**snakemake.params.settings)
     out = Path(snakemake.output[0]).parent
     index = ingest(snakemake.params.url_list, out, settings, checksums=snakemake.params.checksums)

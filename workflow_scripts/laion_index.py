@@ -3,9 +3,9 @@ existing shards where they lie."""
 
 from dpvip.data.natural import NaturalSpec, index_natural
 from dpvip.data.shard_index import find_shards, index_shards, summary
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     params, target = snakemake.params, snakemake.output[0]
     if params.source == "natural":
         index = index_natural(NaturalSpec.from_config(params.natural), list(snakemake.input), target, params.checksums)

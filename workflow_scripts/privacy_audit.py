@@ -2,11 +2,11 @@
 
 import pandas as pd
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.privacy.audit import audit_claims
 from dpvip.privacy.claims import load_claims
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     claims = load_claims(snakemake.input.claims, papers=[snakemake.wildcards.paper])
     rows = audit_claims(claims, tuple(snakemake.params.accountants))
     pd.DataFrame(rows).to_csv(snakemake.output[0], index=False)

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.privacy.curves import epsilon_curve, step_grid
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     curve = snakemake.params.curve
     n, sample_rate, delta = curve["n"], curve["batch"] / curve["n"], 1 / (2 * curve["n"])
     steps = step_grid(curve["steps"], curve["points"])

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import torch
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.train.launch import run_torchrun_with_settings
 from dpvip.train.mae_pretrain import pretrain_mae
 from dpvip.train.settings import PretrainSettings, training_values
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     model, run = snakemake.wildcards.model, Path(snakemake.params.run)
     values = training_values(snakemake.params.settings)

@@ -2,12 +2,12 @@
 
 import numpy as np
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.models.checkpoint import load_mae
 from dpvip.models.reconstruction import evaluation_inputs, reconstruct
 from dpvip.synthetic.spec import DatasetSpec
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     model, record = load_mae(snakemake.input[0])
     spec = DatasetSpec.from_config(snakemake.params.dataset, snakemake.params.spec)
     # The dataset's images are 0 .. images-1; the same generator continues past them.

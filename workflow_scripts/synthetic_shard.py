@@ -2,11 +2,11 @@
 
 import torch
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.synthetic.shards import write_shard
 from dpvip.synthetic.spec import DatasetSpec
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     spec = DatasetSpec.from_config(snakemake.wildcards.dataset, snakemake.params.spec)
     shard = int(snakemake.wildcards.shard.removeprefix("shard-"))

@@ -1,11 +1,11 @@
 """results/tables/dprandp_claims.{csv,md,tex}: DP-RandP's qualitative claims on our runs."""
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.dprandp_tables import read_results
 from dpvip.report.dprandp_claims import claims_table
 from dpvip.report.tables import write_table
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     p = snakemake.params
     results = read_results(p.runs, snakemake.input.results)
     frame, title, notes = claims_table(p.plan, results, p.scale)

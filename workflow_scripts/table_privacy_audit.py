@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.privacy_tables import audit_notes
 from dpvip.report.tables import write_table
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     frame = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)
     write_table(frame, snakemake.output[0], "Privacy claims audit: ViP, DP-RandP, Mehta et al.", audit_notes(frame))

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.tables import write_table
 from dpvip.synthetic.summary import dataset_row, summary_notes
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     rows = []
     for index in snakemake.input.indexes:
         dataset = Path(index).parent.name

@@ -4,7 +4,7 @@ private linear probing, from its DP transfer study; the paper's values beside ou
 import json
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.dprandp_probe_tables import probe_table
 from dpvip.report.mehta_tables import mehta_table
 from dpvip.report.paper_values import load_paper_values
@@ -12,7 +12,7 @@ from dpvip.report.tables import write_table
 
 BUILDERS = {"mehta": mehta_table, "dprandp": probe_table}
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     p = snakemake.params
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     results = json.loads(Path(snakemake.input.results).read_text())

@@ -4,13 +4,13 @@ loss, with ViP Table 10's sigma beside ours."""
 import json
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.dp_tables import NOTES, vip_dp_runs
 from dpvip.report.paper_values import load_paper_values
 from dpvip.report.tables import write_table
 from dpvip.train.metrics import read_metrics
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     runs = {
         Path(path).parent.name: (json.loads(Path(path).read_text()), read_metrics(Path(path).parent / "metrics.jsonl"))
         for path in snakemake.input.privacy

@@ -3,13 +3,13 @@
 import json
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.paper_values import load_paper_values
 from dpvip.report.tables import write_table
 from dpvip.report.vip_rows import table_rows
 from dpvip.report.vip_tables import TITLES, ours_by_backbone, run_facts, stand_in_notes, vip_table
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     table, backbones = snakemake.wildcards.table, snakemake.params.backbones
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     results = [json.loads(Path(path).read_text()) for path in snakemake.input.results]

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.report.model_tables import NOTES, vip_table3
 from dpvip.report.paper_values import load_paper_values
 from dpvip.report.tables import write_table
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     values = load_paper_values(Path(snakemake.input[0]).parent)
     extra = {model: (snakemake.params.image_size, snakemake.params.patch_size) for model in snakemake.params.models}
     table = vip_table3(values, extra)

@@ -2,10 +2,10 @@
 
 import torch
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.transfer.jobs import build_feature_cache
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     p = snakemake.params
     build_feature_cache(p.feature_set, p.kind, snakemake.input.checkpoint, p.dataset, p.section, snakemake.output[0])

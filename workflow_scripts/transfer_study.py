@@ -2,9 +2,9 @@
 
 import torch
 
-from dpvip.logs import logging_to
+from dpvip.logs import workflow_job
 from dpvip.transfer.jobs import run_study
 
-with logging_to(snakemake.log[0]):
+with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     run_study(snakemake.wildcards.study, snakemake.params.runs, snakemake.params.caches, snakemake.output[0])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,3 +49,27 @@ def logging_to(path: str | Path) -> Iterator[None]:
             raise
         finally:
             root.removeHandler(handler)
+
+
+def exit_now() -> None:
+    """End the process with status 0 at once, skipping the interpreter's teardown.
+
+    Tearing down torch, torchvision and opacus (their destructors, dynamo's exit hooks,
+    unloading the CUDA build's libraries) takes 1.5 s a process on 2 CPU cores, in every
+    job of a workflow of 150. Only call it when the job's outputs are written and closed:
+    the standard streams and logging are flushed here, nothing else is.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+@contextlib.contextmanager
+def workflow_job(log: str | Path) -> Iterator[None]:
+    """The body of a workflow script: its output goes to `log` (`logging_to`); when the
+    body returns, the process ends without teardown (`exit_now`). An exception is logged
+    and ends the process the usual way, with its traceback and a non-zero status."""
+    with logging_to(log):
+        yield
+    exit_now()

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from dpvip.data.digits import CLASSES, MAX_VALUE, digits_split
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD, decode_image
 from dpvip.data.shard_reader import CorruptSample, ShardReader
 from dpvip.errors import DpvipInputError, first_line
@@ -60,19 +61,23 @@ def _normalise(images: torch.Tensor) -> torch.Tensor:
 
 
 def digits(image_size: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[LabelledImages, LabelledImages]:
-    """(train, test) of scikit-learn's digits, stratified by class."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
+    """(train, test) of scikit-learn's digits, stratified by class, at `image_size`."""
+    split = digits_splits(image_size, test_fraction, seed)
+    return split["train"], split["test"]
 
-    if not 0 < test_fraction < 1:
-        raise DpvipInputError(f"test_fraction {test_fraction} is outside (0, 1)")
-    data = load_digits()
-    pixels = torch.from_numpy(data.images.astype(np.float32) / 16.0).unsqueeze(1)  # values 0..16
+
+def digits_splits(image_size: int, test_fraction: float = 0.2, seed: int = 0, validation_fraction: float = 0.0) -> dict[str, LabelledImages]:
+    """{'train', 'test'} of scikit-learn's digits, stratified by class (`dpvip.data.digits`),
+    upsampled to `image_size`; with `validation_fraction`, 'train' is split again into
+    'train' and 'validation'."""
+    split = digits_split(test_fraction, seed, validation_fraction)
+    pixels = torch.from_numpy(split["pixels"].astype(np.float32) / MAX_VALUE).unsqueeze(1)
     images = _normalise(F.interpolate(pixels, size=(image_size, image_size), mode="bilinear", align_corners=False).expand(-1, 3, -1, -1))
-    labels = torch.from_numpy(data.target.astype(np.int64))
-    train, test = train_test_split(np.arange(len(labels)), test_size=test_fraction, random_state=seed, stratify=data.target)
-    whole = LabelledImages(images.contiguous(), labels, 10, "digits")
-    return whole.subset(np.sort(train)), whole.subset(np.sort(test))
+    whole = LabelledImages(images.contiguous(), torch.from_numpy(split["labels"]), CLASSES, "digits")
+    train, test = whole.subset(split["train"]), whole.subset(split["test"])
+    if not validation_fraction:
+        return {"train": train, "test": test}
+    return {"train": train.subset(split["kept"]), "validation": train.subset(split["held"]), "test": test}
 
 
 def evaluation_transform(image_size: int) -> transforms.Compose:

@@ -26,7 +26,7 @@ from scipy.optimize import brentq
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS, gaussian
-from dpvip.privacy.memo import memoised
+from dpvip.memo import memoised
 
 PRV_EPS_ERROR = 0.01
 # PLD loss discretisation. Coarser than dp-accounting's 1e-4 default but still pessimistic
@@ -38,6 +38,8 @@ RESOLUTION = {"prv": PRV_EPS_ERROR, "pld": PLD_DISCRETIZATION}
 CALIBRATION_TOLERANCE = 0.01  # calibrated sigma spends at most this much less epsilon
 CALIBRATION_RTOL = 1e-3  # relative precision of sigma from root finding (papers print 2-3 digits)
 RDP_ORDERS = tuple(RDPAccountant.DEFAULT_ALPHAS) + (64, 80, 96, 128, 192, 256, 512, 1024)
+# The accountants' answers are kept across jobs (dpvip.memo), keyed by this code and these libraries.
+accounting_memo = memoised("accounting", ("privacy/accounting.py", "privacy/gaussian.py"), ("opacus", "dp-accounting", "scipy", "numpy"))
 METHODS = {
     "rdp": "opacus-rdp",
     "prv": "opacus-prv",
@@ -147,7 +149,7 @@ def _exact_epsilon(mechanisms: Sequence[Mechanism], delta: float) -> float:
 _EPSILON = {"rdp": _rdp_epsilon, "prv": _prv_epsilon, "pld": _pld_epsilon, "exact": _exact_epsilon}
 
 
-@memoised
+@accounting_memo
 def _composed_epsilon(method: str, mechanisms: tuple[Mechanism, ...], delta: float) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # opacus' order-grid hint; grid extended
@@ -244,7 +246,7 @@ _CALIBRATE = {
 }
 
 
-@memoised  # a study trains many heads with one mechanism; many runs share a budget
+@accounting_memo  # a study trains many heads with one mechanism; many runs share a budget
 def noise_multiplier(
     sample_rate: float, steps: int, target_epsilon: float, delta: float, accountant: str
 ) -> Calibration:

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.datasets import LabelledImages, _normalise, digits
+from dpvip.evaluate.datasets import LabelledImages, _normalise, digits_splits
 
 SOURCES = ("digits", "cifar10", "cifar100", "medmnist")
 
@@ -65,16 +65,7 @@ def _medmnist(spec: dict, image_size: int, name: str) -> dict:
 
 
 def _digits(spec: dict, image_size: int) -> dict:
-    from sklearn.model_selection import train_test_split
-
-    train, test = digits(image_size, spec.get("test_fraction", 0.2), spec.get("seed", 0))
-    fraction = float(spec.get("validation_fraction") or 0)
-    if not 0 <= fraction < 1:
-        raise DpvipInputError(f"validation_fraction {fraction} is outside [0, 1)")
-    if not fraction:
-        return {"train": train, "test": test}
-    kept, held = train_test_split(np.arange(len(train)), test_size=fraction, random_state=spec.get("seed", 0), stratify=train.labels.numpy())
-    return {"train": train.subset(np.sort(kept)), "validation": train.subset(np.sort(held)), "test": test}
+    return digits_splits(image_size, spec.get("test_fraction", 0.2), spec.get("seed", 0), float(spec.get("validation_fraction") or 0))
 
 
 def private_splits(name: str, spec: dict, image_size: int) -> tuple[dict[str, LabelledImages], dict]:

@@ -1,4 +1,4 @@
-"""The accountants' disk memo: computed once across processes, keyed by the code, off on demand."""
+"""The disk memo: an answer computed once across processes, keyed by the code, off on demand."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-from dpvip.privacy import memo
+from dpvip import memo
+
+SOURCES, LIBRARIES = ("privacy/accounting.py", "privacy/gaussian.py"), ("numpy", "scipy")
 
 CALLS: list[tuple] = []
 
@@ -28,7 +30,7 @@ def fresh_memo(tmp_path, monkeypatch):
 
 
 def test_an_answer_is_computed_once_and_kept_on_disk(fresh_memo):
-    counted = memo.memoised(_count)
+    counted = memo.memoised("test", SOURCES, LIBRARIES)(_count)
     assert counted(1, 2.5) == 3.5
     assert counted(1, 2.5) == 3.5
     assert counted(2, 2.5) == 4.5
@@ -36,7 +38,7 @@ def test_an_answer_is_computed_once_and_kept_on_disk(fresh_memo):
     counted.cache_clear()  # a new process: nothing in memory, the disk still knows
     assert counted(1, 2.5) == 3.5
     assert CALLS == [(1, 2.5), (2, 2.5)]
-    assert (fresh_memo / memo.fingerprint()).is_dir()
+    assert (fresh_memo / "test" / memo.fingerprint(SOURCES, LIBRARIES)).is_dir()
 
 
 def test_keyword_and_positional_calls_share_an_answer(fresh_memo):
@@ -44,7 +46,7 @@ def test_keyword_and_positional_calls_share_an_answer(fresh_memo):
         CALLS.append((value, factor))
         return value * factor
 
-    counted = memo.memoised(scaled)
+    counted = memo.memoised("test", SOURCES, LIBRARIES)(scaled)
     assert counted(3.0) == counted(3.0, factor=2.0) == counted(value=3.0) == 6.0
     assert CALLS == [(3.0, 2.0)]
 
@@ -53,7 +55,7 @@ def test_off_computes_every_time(tmp_path, monkeypatch):
     monkeypatch.setenv(memo.ENVIRONMENT, "off")
     memo._memory.cache_clear()
     CALLS.clear()
-    counted = memo.memoised(_count)
+    counted = memo.memoised("test", SOURCES, LIBRARIES)(_count)
     counted(1, 1)
     counted.cache_clear()
     counted(1, 1)
@@ -67,18 +69,15 @@ def test_a_folder_that_cannot_be_made_turns_the_memo_off_with_a_warning(tmp_path
     monkeypatch.setenv(memo.ENVIRONMENT, str(blocker / "memo"))
     memo._memory.cache_clear()
     CALLS.clear()
-    with pytest.warns(UserWarning, match="accounting memo off: cannot create"):
-        assert memo.memoised(_count)(1, 1) == 2
+    with pytest.warns(UserWarning, match="test memo off: cannot create"):
+        assert memo.memoised("test", SOURCES, LIBRARIES)(_count)(1, 1) == 2
     memo._memory.cache_clear()
 
 
-def test_the_fingerprint_follows_the_accounting_code_and_library_versions(monkeypatch):
-    before = memo.fingerprint()
-    monkeypatch.setattr(memo, "LIBRARIES", memo.LIBRARIES[:-1])
-    assert memo.fingerprint() != before
-    monkeypatch.undo()
-    monkeypatch.setattr(memo, "SOURCES", memo.SOURCES[:1])
-    assert memo.fingerprint() != before
+def test_the_fingerprint_follows_the_code_and_library_versions():
+    assert memo.fingerprint(SOURCES, LIBRARIES) == memo.fingerprint(SOURCES, LIBRARIES)
+    assert memo.fingerprint(SOURCES, LIBRARIES[:1]) != memo.fingerprint(SOURCES, LIBRARIES)
+    assert memo.fingerprint(SOURCES[:1], LIBRARIES) != memo.fingerprint(SOURCES, LIBRARIES)
 
 
 @pytest.mark.slow
@@ -89,7 +88,7 @@ def test_a_second_process_reads_the_first_ones_calibration(tmp_path):
         "start = time.perf_counter(); c = noise_multiplier(256 / 1437, 24, 1.0, 1e-5, 'prv');"
         "print(json.dumps([c.noise_multiplier, c.epsilon, time.perf_counter() - start]))"
     )
-    env = {"DPVIP_ACCOUNTING_CACHE": str(tmp_path / "memo"), "PATH": "/usr/bin:/bin"}
+    env = {memo.ENVIRONMENT: str(tmp_path / "memo"), "PATH": "/usr/bin:/bin"}
     outputs = [subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True).stdout for _ in range(2)]
     first, second = (json.loads(line) for line in outputs)  # the first computed, the second read
     assert first[:2] == second[:2]

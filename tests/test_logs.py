@@ -1,0 +1,54 @@
+"""A workflow job's log and its fast exit: output kept, status right, exceptions still fail."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from dpvip.logs import STARTUP_PREFIX
+
+WORKFLOW_SCRIPTS = Path(__file__).resolve().parents[1] / "workflow_scripts"
+
+
+def run_job(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import atexit, sys\n"
+        "from dpvip.logs import workflow_job\n"
+        f"atexit.register(lambda: open({str(tmp_path / 'teardown')!r}, 'w').write('ran'))\n"
+        f"with workflow_job({str(tmp_path / 'job.log')!r}):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    )
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+
+
+def test_a_finished_job_keeps_its_output_and_skips_teardown(tmp_path):
+    out = tmp_path / "result.txt"
+    done = run_job(tmp_path, f"print('progress line')\nimport logging; logging.info('a logged line')\nopen({str(out)!r}, 'w').write('42')")
+    assert done.returncode == 0, done.stderr
+    log = (tmp_path / "job.log").read_text().splitlines()
+    assert log[0].startswith(STARTUP_PREFIX)
+    assert "progress line" in log and any(line.endswith("a logged line") for line in log)
+    assert out.read_text() == "42"
+    assert not (tmp_path / "teardown").exists()  # atexit handlers, like the rest of teardown, are skipped
+
+
+def test_a_failing_job_fails_with_its_traceback_logged(tmp_path):
+    done = run_job(tmp_path, "raise ValueError('config key x is wrong')")
+    assert done.returncode == 1
+    log = (tmp_path / "job.log").read_text()
+    assert "job failed" in log and "ValueError: config key x is wrong" in log
+    assert (tmp_path / "teardown").read_text() == "ran"  # a failure exits the usual way
+
+
+def test_a_stopped_job_keeps_its_exit_status(tmp_path):
+    done = run_job(tmp_path, "raise SystemExit('stopped by SIGTERM at step 3 of 8')")
+    assert done.returncode == 1
+    assert "stopped by SIGTERM at step 3 of 8" in done.stderr
+
+
+def test_every_workflow_script_runs_as_a_workflow_job():
+    scripts = sorted(WORKFLOW_SCRIPTS.glob("*.py"))
+    assert len(scripts) > 30
+    for script in scripts:
+        assert "\nwith workflow_job(snakemake.log[0]):\n" in script.read_text(), script.name
