@@ -22,17 +22,21 @@ def check_fraction(name: str, fraction: float, low_inclusive: bool = False) -> N
         raise DpvipInputError(f"{name} {fraction} is outside {interval}")
 
 
-@memoised("digits", ("data/digits.py",), ("scikit-learn", "numpy"))
 def digits_split(test_fraction: float, seed: int, validation_fraction: float = 0.0) -> dict[str, np.ndarray]:
     """{'pixels' (1797, 8, 8) uint8 in 0..16, 'labels' (1797,) int64, 'train', 'test'} with
     sorted indices of a split stratified by class; with `validation_fraction`, also
     'kept' and 'held': sorted positions within 'train' of a second stratified split (the
     same seed). Do not modify the arrays: they are shared."""
+    check_fraction("test_fraction", test_fraction)  # before the memo: bad input costs nothing
+    check_fraction("validation_fraction", validation_fraction, low_inclusive=True)
+    return _split(test_fraction, seed, validation_fraction)
+
+
+@memoised("digits", ("data/digits.py",), ("scikit-learn", "numpy"))
+def _split(test_fraction: float, seed: int, validation_fraction: float) -> dict[str, np.ndarray]:
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
-    check_fraction("test_fraction", test_fraction)
-    check_fraction("validation_fraction", validation_fraction, low_inclusive=True)
     data = load_digits()
     labels = data.target.astype(np.int64)
     train, test = train_test_split(np.arange(len(labels)), test_size=test_fraction, random_state=seed, stratify=labels)

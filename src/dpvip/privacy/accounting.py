@@ -13,7 +13,6 @@ a paper that used RDP accounting obtained.
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -205,9 +204,8 @@ def _calibrate_rdp(sample_rate: float, steps: int, target_epsilon: float, delta:
         raise _unreachable(target_epsilon, delta, "rdp") from err
 
 
-@functools.lru_cache(maxsize=256)
 def _single_epsilon(sample_rate: float, sigma: float, steps: int, delta: float, accountant: str) -> float:
-    """Epsilon of one mechanism, memoised: calibration's last probe is the reported epsilon."""
+    """Epsilon of one mechanism (memoised below, in `_composed_epsilon`: calibration's last probe is the reported epsilon)."""
     return epsilon([Mechanism(sample_rate, sigma, steps)], delta, accountant).epsilon
 
 

@@ -10,7 +10,6 @@ A resumed run continues the stored ledger and refuses other q, sigma, C or accou
 
 from __future__ import annotations
 
-import functools
 from dataclasses import asdict, dataclass, replace
 
 from dpvip.errors import DpvipInputError
@@ -89,7 +88,7 @@ class PrivacyLedger:
                 )
 
 
-@functools.lru_cache(maxsize=64)  # logs, checkpoints and the final record ask for the same steps
 def _epsilon(accountant: str, sample_rate: float, sigma: float, steps: int, delta: float) -> float:
+    # Logs, checkpoints and the final record ask for the same steps: accounting keeps its answers (dpvip.memo).
     mechanism = accounting.Mechanism(sample_rate, sigma, steps)
     return accounting.epsilon([mechanism], delta, accountant).epsilon
