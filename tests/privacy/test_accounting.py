@@ -119,3 +119,31 @@ def test_small_full_batch_targets_stay_exact():
     # q = 1 under prv is exact Gaussian accounting: no resolution limit.
     found = noise_multiplier(1.0, 100, 0.05, 1e-5, "prv")
     assert found.method == "analytic-gaussian-gdp" and found.epsilon == pytest.approx(0.05, rel=1e-6)
+
+
+def test_input_checks_and_memo_hits_do_not_import_the_accountants(tmp_path):
+    """opacus, dp-accounting and scipy.optimize cost a job 2-3 s: a bad input, or an answer
+    already in the memo, is given without them (a miss loads them: the check can fail)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import json, sys
+from dpvip.errors import DpvipInputError
+from dpvip.privacy.accounting import Mechanism, epsilon
+try:
+    epsilon([Mechanism(0.01, 1.0, 10)], 1.5, "prv")
+except DpvipInputError:
+    pass
+loaded = lambda: sorted(m for m in ("opacus", "dp_accounting", "scipy.optimize") if m in sys.modules)
+before = loaded()
+spent = epsilon([Mechanism(0.01, 1.0, 10)], 1e-5, "rdp").epsilon
+print(json.dumps({"before": before, "after": loaded(), "epsilon": spent}))
+"""
+    env = os.environ | {"DPVIP_MEMO": str(tmp_path)}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout) for _ in range(2)]
+    assert runs[0]["before"] == [] and "opacus" in runs[0]["after"]  # a miss computes with opacus
+    assert runs[1]["before"] == runs[1]["after"] == []  # the second process reads the memo
+    assert runs[1]["epsilon"] == runs[0]["epsilon"]

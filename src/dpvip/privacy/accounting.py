@@ -9,6 +9,10 @@ A composition of full-batch steps only (q = 1 everywhere) is an exact Gaussian
 mechanism: ``prv`` and ``pld`` then return the exact analytic-Gaussian answer instead of
 a numerical approximation of it. ``rdp`` stays the RDP bound, since that is the number
 a paper that used RDP accounting obtained.
+
+opacus, dp-accounting and scipy are imported where a number is computed: the answers are
+memoised on disk, and checking input or reading the memo should not cost a job the 2-3 s
+of importing them.
 """
 
 from __future__ import annotations
@@ -17,11 +21,6 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import dp_accounting
-from opacus.accountants import PRVAccountant, RDPAccountant
-from opacus.accountants.utils import get_noise_multiplier
-from scipy.optimize import brentq
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS, gaussian
@@ -36,7 +35,7 @@ PLD_DISCRETIZATION = 1e-3
 RESOLUTION = {"prv": PRV_EPS_ERROR, "pld": PLD_DISCRETIZATION}
 CALIBRATION_TOLERANCE = 0.01  # calibrated sigma spends at most this much less epsilon
 CALIBRATION_RTOL = 1e-3  # relative precision of sigma from root finding (papers print 2-3 digits)
-RDP_ORDERS = tuple(RDPAccountant.DEFAULT_ALPHAS) + (64, 80, 96, 128, 192, 256, 512, 1024)
+EXTRA_RDP_ORDERS = (64, 80, 96, 128, 192, 256, 512, 1024)  # beyond opacus' default grid
 # The accountants' answers are kept across jobs (dpvip.memo), keyed by this code and these libraries.
 accounting_memo = memoised("accounting", ("privacy/accounting.py", "privacy/gaussian.py"), ("opacus", "dp-accounting", "scipy", "numpy"))
 METHODS = {
@@ -115,19 +114,31 @@ def _method(accountant: str, full_batch: bool) -> str:
     return "exact" if accountant != "rdp" and full_batch else accountant
 
 
+def rdp_orders() -> list[float]:
+    from opacus.accountants import RDPAccountant
+
+    return [*RDPAccountant.DEFAULT_ALPHAS, *EXTRA_RDP_ORDERS]
+
+
 def _rdp_epsilon(mechanisms: Sequence[Mechanism], delta: float) -> float:
+    from opacus.accountants import RDPAccountant
+
     accountant = RDPAccountant()
     accountant.history = [(m.noise_multiplier, m.sample_rate, m.steps) for m in mechanisms]
-    return accountant.get_epsilon(delta, alphas=list(RDP_ORDERS))
+    return accountant.get_epsilon(delta, alphas=rdp_orders())
 
 
 def _prv_epsilon(mechanisms: Sequence[Mechanism], delta: float) -> float:
+    from opacus.accountants import PRVAccountant
+
     accountant = PRVAccountant()
     accountant.history = [(m.noise_multiplier, m.sample_rate, m.steps) for m in mechanisms]
     return accountant.get_epsilon(delta, eps_error=PRV_EPS_ERROR)
 
 
-def _pld_event(mechanism: Mechanism) -> dp_accounting.DpEvent:
+def _pld_event(mechanism: Mechanism):
+    import dp_accounting
+
     gaussian_event = dp_accounting.GaussianDpEvent(mechanism.noise_multiplier)
     if not mechanism.full_batch:
         gaussian_event = dp_accounting.PoissonSampledDpEvent(mechanism.sample_rate, gaussian_event)
@@ -135,6 +146,8 @@ def _pld_event(mechanism: Mechanism) -> dp_accounting.DpEvent:
 
 
 def _pld_epsilon(mechanisms: Sequence[Mechanism], delta: float) -> float:
+    import dp_accounting
+
     accountant = dp_accounting.pld.PLDAccountant(value_discretization_interval=PLD_DISCRETIZATION)
     accountant.compose(dp_accounting.ComposedDpEvent([_pld_event(m) for m in mechanisms]))
     return accountant.get_epsilon(delta)
@@ -188,6 +201,8 @@ def _calibrate_exact(sample_rate: float, steps: int, target_epsilon: float, delt
 
 
 def _calibrate_rdp(sample_rate: float, steps: int, target_epsilon: float, delta: float) -> float:
+    from opacus.accountants.utils import get_noise_multiplier
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
@@ -198,7 +213,7 @@ def _calibrate_rdp(sample_rate: float, steps: int, target_epsilon: float, delta:
                 steps=steps,
                 accountant="rdp",
                 epsilon_tolerance=CALIBRATION_TOLERANCE,
-                alphas=list(RDP_ORDERS),
+                alphas=rdp_orders(),
             )
     except ValueError as err:
         raise _unreachable(target_epsilon, delta, "rdp") from err
@@ -214,6 +229,8 @@ def _calibrate_numeric(accountant: str):
     the true epsilon from above, so its sigma is (nearly) enough and a tight start."""
 
     def calibrate(sample_rate: float, steps: int, target_epsilon: float, delta: float) -> float:
+        from scipy.optimize import brentq
+
         def gap(sigma: float) -> float:
             return _single_epsilon(sample_rate, sigma, steps, delta, accountant) - target_epsilon
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 # Beyond these the (epsilon, delta) curve is numerically flat; searches stop there.
@@ -46,9 +45,13 @@ def epsilon_for_delta(mu: float, delta: float) -> float:
         return 0.0
     if delta_for_epsilon(mu, _MAX_EPSILON) > delta:
         return math.inf
+    from scipy.optimize import brentq  # 0.4 s: only where a root is found
+
     return float(brentq(lambda e: delta_for_epsilon(mu, e) - delta, 0.0, _MAX_EPSILON, xtol=1e-12))
 
 
 def mu_for_epsilon(eps: float, delta: float) -> float:
     """Largest mu whose mechanism is (eps, delta)-DP (delta grows with mu)."""
+    from scipy.optimize import brentq
+
     return float(brentq(lambda m: delta_for_epsilon(m, eps) - delta, _MIN_MU, _MAX_MU, xtol=1e-14))
