@@ -14,7 +14,7 @@ from dpvip.config import validate_config
 from dpvip.errors import DpvipInputError
 
 try:
-    validate_config(config, Path(workflow.basedir) / "config" / "schema.yaml")
+    validate_config(config)  # the package's schema: config/schema.yaml
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 

@@ -1,4 +1,5 @@
 import copy
+import json
 import re
 
 import pytest
@@ -10,13 +11,13 @@ from dpvip.errors import DpvipInputError
 
 @pytest.mark.parametrize("name", ["config.yaml", "paper.yaml"])
 def test_both_configs_are_valid(root, name):
-    config = load_config(root / "config" / name, root / "config/schema.yaml")
+    config = load_config(root / "config" / name)
     assert config["privacy"]["audit_accountants"]
     assert config["figures"]["vip_figure6"]["sigma"] == 0.48
 
 
-def test_defaults_are_filled(root):
-    config = validate_config({}, root / "config/schema.yaml")
+def test_defaults_are_filled():
+    config = validate_config({})
     assert config["scale"] == "embedded"
     assert config["privacy"]["claims"] == "config/paper_values/privacy_claims.yaml"
     assert config["figures"]["vip_figure6"]["steps"] == 6100
@@ -74,3 +75,36 @@ def test_shipped_config_with_an_unknown_nested_key_is_refused_by_name(root, name
     _at(config, path[:-1])[path[-1]] = 1
     with pytest.raises(DpvipInputError, match=re.escape(f"config key '{'.'.join(path)}' is not a known key")):
         validate_config(config, root / "config/schema.yaml")
+
+
+def test_the_package_schema_is_the_checkouts(root):
+    from dpvip.config import schema_text
+
+    assert schema_text() == (root / "config/schema.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_validates_as_a_checkout_does(root, tmp_path):
+    """Built and installed elsewhere, without the checkout: the schema comes with it, so the
+    defaults are filled and a bad key is refused by name."""
+    import subprocess
+    import sys
+    import zipfile
+
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(root)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("dpvip-*.whl")
+    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
+    code = (
+        "import json, dpvip.config as c\n"
+        "from dpvip.errors import DpvipInputError\n"
+        "filled = c.validate_config({})\n"
+        "try:\n    c.validate_config({'figures': {'vip_figure6': {'sigma': -1}}}); refused = ''\n"
+        "except DpvipInputError as err:\n    refused = str(err)\n"
+        "print(json.dumps([c.__file__, filled['scale'], refused]))"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path / 'site')!r}); exec({code!r})"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    where, scale, refused = json.loads(done.stdout)
+    assert where.startswith(str(tmp_path / "site")) and scale == "embedded"
+    assert refused.startswith("config key 'figures.vip_figure6.sigma': -1")

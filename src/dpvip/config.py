@@ -1,4 +1,5 @@
-"""Configuration validation against config/schema.yaml, with defaults filled in.
+"""Configuration validation against the schema (config/schema.yaml, shipped in the package
+as dpvip/schema.yaml: an installed wheel validates as a checkout does), with defaults filled in.
 
 Errors name the offending key and the problem in one line, e.g.
 ``config key 'privacy.audit_accountants[1]': 'foo' is not one of ['rdp', 'prv', 'pld']``.
@@ -6,6 +7,7 @@ Errors name the offending key and the problem in one line, e.g.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
@@ -39,9 +41,15 @@ def _key(path) -> str:
     return key or "(top level)"
 
 
-def validate_config(config: dict, schema_path: str | Path) -> dict:
-    """Validate `config` in place, fill defaults, and return it; raise one clear error."""
-    schema = yaml.safe_load(Path(schema_path).read_text())
+def schema_text() -> str:
+    """The package's configuration schema."""
+    return resources.files("dpvip").joinpath("schema.yaml").read_text()
+
+
+def validate_config(config: dict, schema_path: str | Path | None = None) -> dict:
+    """Validate `config` in place against the package's schema (or `schema_path`), fill
+    defaults, and return it; raise one clear error."""
+    schema = yaml.safe_load(Path(schema_path).read_text() if schema_path else schema_text())
     validator_class = jsonschema.validators.validator_for(schema)
     validator = _with_defaults(validator_class)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
@@ -56,7 +64,7 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     return config
 
 
-def load_config(path: str | Path, schema_path: str | Path) -> dict:
+def load_config(path: str | Path, schema_path: str | Path | None = None) -> dict:
     path = Path(path)
     if not path.is_file():
         raise DpvipInputError(f"config file {path} does not exist")

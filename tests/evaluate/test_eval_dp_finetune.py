@@ -1,25 +1,20 @@
 """DP fine-tuning (ViP A.5): the ledger spends what the accountant says for a given sigma,
-one step's gradient is the clipped per-example sum over the expected batch size, batches
-are Poisson, a private run still learns, and bad settings are refused by name."""
+batches are Poisson, a private run still learns, and bad settings are refused by name. Its
+step against a naive per-example reference: tests/privacy/test_step.py."""
 
-import copy
 import math
 from dataclasses import replace
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate import dp_finetune as module
 from dpvip.evaluate.datasets import digits
 from dpvip.evaluate.dp_finetune import DPFinetuneSettings, dp_finetune, warmup_then_constant
 from dpvip.evaluate.features import FeatureChoice
-from dpvip.evaluate.finetune import Classifier
 from dpvip.models import MAESettings
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy import accounting
-from dpvip.privacy.clipping import CLIP_EPSILON
 from dpvip.privacy.sampling import PoissonBatches
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -69,61 +64,6 @@ def test_batches_are_the_projects_poisson_batches(small_run):
     assert abs(realised["mean"] - 60) < 4 * binomial_std / math.sqrt(40)
     assert 0.5 * binomial_std < realised["std"] < 1.5 * binomial_std
     assert realised["expected"] == 60
-
-
-def naive_step_gradient(classifier, images, labels, clip_norm, expected_batch):
-    """One example at a time: flat gradient over the trainable parameters, clipped to C,
-    summed, divided by the expected batch size; also the unclipped norms."""
-    params = [p for p in classifier.parameters() if p.requires_grad]
-    total = [torch.zeros_like(p, dtype=torch.float64) for p in params]
-    norms = []
-    for image, label in zip(images, labels):
-        loss = F.cross_entropy(classifier(image[None]), label[None])
-        grads = torch.autograd.grad(loss, params)
-        norm = torch.sqrt(sum(g.double().square().sum() for g in grads))
-        factor = min(1.0, clip_norm / (float(norm) + CLIP_EPSILON))
-        for part, g in zip(total, grads):
-            part += factor * g.double()
-        norms.append(float(norm))
-    return [part / expected_batch for part in total], norms
-
-
-def one_step_without_noise(monkeypatch, mae, train, settings):
-    """Run one step with sigma forced to 0 in privatize; returns (parameters before the
-    update, the gradients handed to the optimizer)."""
-    seen = {}
-    real_privatize, real_set = module.privatize, module.set_gradients
-    monkeypatch.setattr(module, "privatize", lambda sums, sigma, *rest: real_privatize(sums, 0.0, *rest))
-
-    def capture(params, gradients):
-        gradients = list(gradients)
-        seen["params"] = [p.detach().clone() for p in params]
-        seen["gradients"] = [g.detach().clone() for g in gradients]
-        real_set(params, gradients)
-
-    monkeypatch.setattr(module, "set_gradients", capture)
-    dp_finetune(mae, train, train, replace(settings, steps=1), progress=False)
-    return seen["params"], seen["gradients"]
-
-
-def test_a_noiseless_step_is_the_naive_clipped_sum_over_the_expected_batch(monkeypatch, digits8):
-    train = digits8[0].subset(range(24))
-    settings = DPFinetuneSettings(batch_size=12, noise_multiplier=1.0, steps=1, warmup_steps=0, micro_batch=5, clip_norm=1.0)
-    mae = pico()
-    params, _ = one_step_without_noise(monkeypatch, mae, train, settings)
-    reference = Classifier(copy.deepcopy(mae), train.classes, settings.features)
-    with torch.no_grad():
-        for param, value in zip([p for p in reference.parameters() if p.requires_grad], params, strict=True):
-            param.copy_(value)
-    chosen = torch.from_numpy(PoissonBatches(24, 0.5, 1, settings.seed).indices(0))
-    assert 5 < len(chosen) < 24  # several micro-batches, a real Poisson draw
-    _, norms = naive_step_gradient(reference, train.images[chosen], train.labels[chosen], 1.0, 12)
-    clip = sorted(norms)[len(norms) // 2]  # half the examples clipped, half not
-    settings = replace(settings, clip_norm=clip)
-    _, gradients = one_step_without_noise(monkeypatch, mae, train, settings)
-    expected, _ = naive_step_gradient(reference, train.images[chosen], train.labels[chosen], clip, 12)
-    for got, want in zip(gradients, expected, strict=True):
-        assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-7 * float(want.abs().max()) + 1e-10)
 
 
 def test_warm_up_then_constant_lr():

@@ -7,7 +7,7 @@ other AdamW parameters PyTorch's defaults; the result is (8, 8e-7)-DP with respe
 ImageNet. Here sigma is given and epsilon follows from (q, sigma, T, delta), unlike
 pre-training, where sigma is calibrated from a target epsilon.
 
-Each step is the pre-training engine's (`dpvip.train.dp_mae`): the ledger is charged
+Each step is `dpvip.privacy.step.DPStep`, as in pre-training: the ledger is charged
 first, a Poisson batch is drawn, every example's cross-entropy gradient over all trainable
 parameters (encoder and head; the decoder is frozen) is clipped to C in flat L2, the sum
 gets N(0, sigma^2 C^2) and is divided by B, and AdamW steps.
@@ -36,10 +36,8 @@ from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy import ACCOUNTANTS
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import noise_generator, privatize
-from dpvip.privacy.optimizers import make_optimizer, set_gradients
-from dpvip.privacy.sampling import NOISE, PoissonBatches
-from dpvip.seeds import derive
+from dpvip.privacy.optimizers import make_optimizer
+from dpvip.privacy.step import DPStep
 
 PAPER_DELTA = 8e-7  # ViP A.5, for ImageNet-1K
 
@@ -99,17 +97,13 @@ def warmup_then_constant(optimizer: torch.optim.Optimizer, warmup_steps: int) ->
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0)
 
 
-def _add_clipped(clipper: ClippedGradientSum, classifier: Classifier, train, indices: np.ndarray, micro_batch: int, device: torch.device) -> int:
-    """Add the clipped per-example gradients of `train`'s examples at `indices` to the
-    clipper's sums, loading one micro-batch at a time (a paper-scale batch does not fit in
-    memory); returns how many examples had a gradient norm above C."""
-    clipped = 0
+def _micro_batches(classifier: Classifier, train, indices: np.ndarray, micro_batch: int, device: torch.device):
+    """Forward passes over `train`'s examples at `indices`, one micro-batch loaded at a time
+    (a paper-scale batch does not fit in memory)."""
     for start in range(0, len(indices), micro_batch):
         chunk = train.subset(indices[start : start + micro_batch])
         x, y = chunk.images.to(device), chunk.labels.to(device)
-        _, norms = clipper.add(lambda: F.cross_entropy(classifier(x), y, reduction="none"))
-        clipped += int((norms > clipper.clip_norm).sum())
-    return clipped
+        yield lambda: F.cross_entropy(classifier(x), y, reduction="none")
 
 
 def _summary(sizes: list[int], expected: float) -> dict:
@@ -117,10 +111,9 @@ def _summary(sizes: list[int], expected: float) -> dict:
     return {"expected": expected, "mean": float(values.mean()), "std": float(values.std()) if len(sizes) > 1 else 0.0, "min": min(sizes), "max": max(sizes)}
 
 
-def dp_finetune(mae: MaskedAutoencoder, train, test, settings: DPFinetuneSettings, progress: bool = True) -> dict:
-    """Fine-tune a copy of `mae` with a linear head on `train` under DP-AdamW and score it on
-    `test` (LabelledImages or FolderImages): top-1 accuracy in percent, the privacy ledger
-    (w.r.t. `train`), the realised batch sizes and the settings."""
+def train_dp_classifier(mae: MaskedAutoencoder, train, settings: DPFinetuneSettings, progress: bool = True) -> tuple[Classifier, dict]:
+    """A copy of `mae` with a linear head, fine-tuned on `train` under DP-AdamW; returns it
+    and what the run recorded (the privacy ledger w.r.t. `train`, realised batch sizes)."""
     settings.check()
     examples = len(train)
     if examples == 0:
@@ -133,29 +126,29 @@ def dp_finetune(mae: MaskedAutoencoder, train, test, settings: DPFinetuneSetting
     clipper = ClippedGradientSum(classifier, settings.clip_norm)
     optimizer = make_optimizer("adamw", clipper.params, settings.lr, settings.weight_decay)
     scheduler = warmup_then_constant(optimizer, settings.warmup_steps)
-    sampler = PoissonBatches(examples, sample_rate, settings.steps, settings.seed)
-    noise_seed = derive(settings.seed, NOISE)
+    dp_step = DPStep(clipper, optimizer, ledger, examples, settings.seed)
     sizes, clipped = [], 0
     try:
         for step in tqdm(range(settings.steps), desc="DP fine-tuning", disable=not progress):
-            ledger = ledger.charge()  # before the noisy gradient exists
             # Indices only: nothing here draws per-example randomness (no augmentation).
-            chosen = sampler.indices(step)
-            clipper.reset()
-            clipped += _add_clipped(clipper, classifier, train, chosen, settings.micro_batch, device)
-            gradients = privatize(clipper.sums, ledger.noise_multiplier, settings.clip_norm, settings.batch_size, noise_generator(noise_seed, step, device))
-            set_gradients(clipper.params, gradients)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            chosen = dp_step.batch(step)
+            clipped += dp_step(step, _micro_batches(classifier, train, chosen, settings.micro_batch, device)).clipped
             scheduler.step()
             sizes.append(len(chosen))
     finally:
         clipper.close()
+    record = {"privacy": dp_step.ledger.record() | {"examples": examples}, "batch_sizes": _summary(sizes, settings.batch_size), "clipped_fraction": clipped / max(1, sum(sizes))}
+    return classifier, record
+
+
+def dp_finetune(mae: MaskedAutoencoder, train, test, settings: DPFinetuneSettings, progress: bool = True) -> dict:
+    """Fine-tune a copy of `mae` with a linear head on `train` under DP-AdamW and score it on
+    `test` (LabelledImages or FolderImages): top-1 accuracy in percent, the privacy ledger
+    (w.r.t. `train`), the realised batch sizes and the settings."""
+    classifier, record = train_dp_classifier(mae, train, settings, progress)
     return {
         "top1_percent": 100.0 * classifier_accuracy(classifier, test),
-        "privacy": ledger.record() | {"examples": examples},
-        "batch_sizes": _summary(sizes, settings.batch_size),
-        "clipped_fraction": clipped / max(1, sum(sizes)),
+        **record,
         "dataset": train.name,
         "test_examples": len(test),
         "settings": asdict(settings),

@@ -34,12 +34,11 @@ from dpvip.models.wrn import WideResNet
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ema import EMA
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import noise_generator, privatize
-from dpvip.privacy.optimizers import make_optimizer, set_gradients
-from dpvip.privacy.sampling import NOISE, PoissonBatches, example_seed
+from dpvip.privacy.optimizers import make_optimizer
+from dpvip.privacy.sampling import example_seed
+from dpvip.privacy.step import DPStep
 from dpvip.randp.augmult import augmult_views
 from dpvip.randp.private_settings import PrivateSettings
-from dpvip.seeds import derive
 from dpvip.train import checkpoint
 from dpvip.train.stop import StopRequest
 from dpvip.train.settings import first_difference
@@ -68,22 +67,22 @@ class PrivateTraining:
         self.train = splits["train"]
         self.examples = len(self.train)
         self.sample_rate = settings.sample_rate(self.examples)
-        self.ledger = None
+        ledger = None
         if settings.private:
-            self.ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta, settings.clip_norm)
+            ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta, settings.clip_norm)
         self.state_path = Path(run_dir) / "state.pt"
         self.init = str(init) if init else "random"
         self.init_fingerprint = sha256(init) if init else "random"
         self.ema = EMA(network, settings.ema_decay)
-        self.sampler = PoissonBatches(self.examples, self.sample_rate, settings.steps, settings.seed)
-        self.noise_seed = derive(settings.seed, NOISE)
         self.device = next(network.parameters()).device
         self.step, self.curve, self.clipped = 0, [], 0
         self.phase = None  # (phase, clipper, optimizer) of the current phase
+        self.dp_step: DPStep | None = None  # made with the first phase's clipper; the run's ledger and noise
+        self._ledger = ledger
 
     @property
-    def noise_multiplier(self) -> float:
-        return self.ledger.noise_multiplier if self.ledger else 0.0
+    def ledger(self) -> PrivacyLedger | None:
+        return self.dp_step.ledger if self.dp_step else self._ledger
 
     def fingerprint(self) -> dict:
         return {"settings": self.settings.fingerprint(), "init": self.init_fingerprint, "examples": self.examples}
@@ -98,36 +97,33 @@ class PrivateTraining:
             self.phase[1].close()
         for name, param in self.network.named_parameters():
             param.requires_grad_(phase == 3 or name.startswith("classifier."))
-        clipper = ClippedGradientSum(self.network, self.settings.clip_norm, views=self.settings.augmult)
-        lr = self.settings.lr_phase2 if phase == 2 else self.settings.lr_phase3
-        optimizer = make_optimizer("sgd", clipper.params, lr, momentum=self.settings.momentum)
-        self.phase = (phase, clipper, optimizer)
-
-    def _step(self) -> float:
         s = self.settings
-        if self.ledger:
-            self.ledger = self.ledger.charge()  # before the noisy gradient exists
-        self._enter(2 if self.step < s.phase2_steps else 3)
-        phase, clipper, optimizer = self.phase
-        self.network.train()
-        clipper.reset()
-        chosen = self.sampler.indices(self.step)
-        loss_sum = 0.0
+        clipper = ClippedGradientSum(self.network, s.clip_norm, views=s.augmult)
+        optimizer = make_optimizer("sgd", clipper.params, s.lr_phase2 if phase == 2 else s.lr_phase3, momentum=s.momentum)
+        self.phase = (phase, clipper, optimizer)
+        if self.dp_step is None:
+            self.dp_step = DPStep(clipper, optimizer, self._ledger, self.examples, s.seed, sample_rate=self.sample_rate, steps=s.steps)
+        self.dp_step.clipper, self.dp_step.optimizer = clipper, optimizer
+
+    def _micro_batches(self, chosen):
+        """Forward passes over the chosen examples' augmented views (seeded per example and step)."""
+        s = self.settings
         for start in range(0, len(chosen), s.micro_batch):
             indices = chosen[start : start + s.micro_batch]
             seeds = [example_seed(s.seed, self.step, int(i)) for i in indices]
             views = augmult_views(self.train.images[indices].to(self.device), seeds, s.augmult, s.padding)
             labels = self.train.labels[indices].to(self.device).repeat_interleave(s.augmult)
-            losses, norms = clipper.add(lambda: F.cross_entropy(self.network(views), labels, reduction="none"))
-            loss_sum += float(losses.sum()) / s.augmult
-            self.clipped += int((norms > s.clip_norm).sum())
-        gradients = privatize(clipper.sums, self.noise_multiplier, s.clip_norm, s.batch_size, noise_generator(self.noise_seed, self.step, self.device))
-        set_gradients(clipper.params, gradients)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+            yield lambda: F.cross_entropy(self.network(views), labels, reduction="none")
+
+    def _step(self) -> float:
+        self._enter(2 if self.step < self.settings.phase2_steps else 3)
+        self.network.train()
+        chosen = self.dp_step.batch(self.step)
+        report = self.dp_step(self.step, self._micro_batches(chosen))
+        self.clipped += report.clipped
         self.ema.update(self.step)
         self.step += 1
-        self.curve.append({"step": self.step, "phase": phase, "loss": loss_sum / max(1, len(chosen)), "batch_size": len(chosen)})
+        self.curve.append({"step": self.step, "phase": self.phase[0], "loss": report.loss_sum / max(1, len(chosen)), "batch_size": len(chosen)})
         return self.curve[-1]["loss"]
 
     # --- state -----------------------------------------------------------------------------
@@ -148,8 +144,8 @@ class PrivateTraining:
         difference = first_difference(state["fingerprint"], self.fingerprint())
         if difference:
             raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete it to start over")
-        if self.ledger:
-            self.ledger = self.ledger.resumed(state["privacy"], state["step"], str(self.state_path))
+        if self._ledger:
+            self._ledger = self._ledger.resumed(state["privacy"], state["step"], str(self.state_path))
         self.network.load_state_dict(state["network"])
         self.ema.load_state_dict(state["ema"])
         if state["phase"]:

@@ -22,10 +22,8 @@ from dpvip.models.checkpoint import load_mae
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import noise_generator, privatize
-from dpvip.privacy.optimizers import make_optimizer, set_gradients
-from dpvip.privacy.sampling import NOISE, PoissonBatches
-from dpvip.seeds import derive
+from dpvip.privacy.optimizers import make_optimizer
+from dpvip.privacy.step import DPStep
 from dpvip.train.dp_settings import DPPretrainSettings
 from dpvip.train.optim import warmup_cosine
 from dpvip.train.run import MAERun
@@ -39,7 +37,7 @@ class DPMAETraining(MAERun):
         super().__init__(settings, data_index, run_dir, progress)
         examples = settings.examples_of(len(self.reader))
         self.sample_rate = settings.sample_rate(examples)
-        self.ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta_for(examples), settings.clip_norm)
+        ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta_for(examples), settings.clip_norm)
         self.init = Path(init) if init is not None else None
         self.initialised_fresh: list[str] = []
         if self.init is None:
@@ -49,13 +47,21 @@ class DPMAETraining(MAERun):
             self.model, loaded = load_mae(self.init, settings.model, self.dist.device, decoder_may_differ=True)
             self.initialised_fresh = loaded.get("initialised_fresh", [])
         self.init_fingerprint = sha256(self.init) if self.init else "random"  # once: checkpoints can be large
-        self.clipper = ClippedGradientSum(self.model, settings.clip_norm)
-        self.optimizer = make_optimizer(settings.optimizer, self.clipper.params, settings.lr, settings.weight_decay, settings.betas, settings.momentum, settings.adam_eps)
+        clipper = ClippedGradientSum(self.model, settings.clip_norm)
+        self.optimizer = make_optimizer(settings.optimizer, clipper.params, settings.lr, settings.weight_decay, settings.betas, settings.momentum, settings.adam_eps)
         self.scheduler = warmup_cosine(self.optimizer, settings.steps, min(settings.warmup_steps, settings.steps), settings.min_lr)
-        self.sampler = PoissonBatches(examples, self.sample_rate, settings.steps, settings.seed, self.dist.rank, self.dist.world)
+        on_gpu = self.dist.device.type == "cuda"
+        self.dp_step = DPStep(
+            clipper, self.optimizer, ledger, examples, settings.seed, rank=self.dist.rank, world=self.dist.world,
+            all_reduce=self.dist.sum_tensor, autocast=lambda: torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu),
+        )
+        self.sampler = self.dp_step.sampler  # the data loader's batches are the step's Poisson batches
         self.total_steps = settings.steps
-        self.noise_seed = derive(settings.seed, NOISE)
         self.last = {"batch_size": 0, "clipped_fraction": 0.0}
+
+    @property
+    def ledger(self) -> PrivacyLedger:
+        return self.dp_step.ledger
 
     def fingerprint(self) -> dict:
         return super().fingerprint() | {"init": self.init_fingerprint}
@@ -67,7 +73,7 @@ class DPMAETraining(MAERun):
     def load_extra_state(self, state: dict) -> None:
         if "privacy" not in state:
             raise DpvipInputError(f"{self.state_path} holds no privacy ledger; it is not a DP run's state")
-        self.ledger = self.ledger.resumed(state["privacy"], state["step"], str(self.state_path))
+        self.dp_step.ledger = self.ledger.resumed(state["privacy"], state["step"], str(self.state_path))
 
     def log_fields(self) -> dict:
         return {"epsilon": self.ledger.epsilon_spent(), "delta": self.ledger.delta, "noise_multiplier": self.ledger.noise_multiplier} | self.last
@@ -78,28 +84,20 @@ class DPMAETraining(MAERun):
 
     # --- the DP step ------------------------------------------------------------------------
     def train_step(self, images: torch.Tensor, noise: torch.Tensor) -> tuple[float, int]:
-        self.ledger = self.ledger.charge()  # before the noisy gradient exists
-        self.clipper.reset()
-        device = self.dist.device
-        autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
-        totals = torch.zeros(3, dtype=torch.float64, device=device)  # loss sum, examples, clipped
-        for x, n in zip(images.split(self.settings.micro_batch), noise.split(self.settings.micro_batch)):
-            if len(x) == 0:
-                continue
-            x, n = x.to(device, non_blocking=True), n.to(device, non_blocking=True)
-            with autocast:
-                losses, norms = self.clipper.add(lambda: self.model(x, n).loss.float())
-            totals += torch.stack([losses.sum().double(), torch.tensor(float(len(x)), device=device), (norms > self.settings.clip_norm).sum().double()])
-        self.dist.sum_tensor(totals)
-        generator = noise_generator(self.noise_seed, self.step, device)
-        gradients = privatize(self.clipper.sums, self.ledger.noise_multiplier, self.settings.clip_norm, self.settings.batch_size, generator, self.dist.sum_tensor)
-        set_gradients(self.clipper.params, gradients)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        device, micro = self.dist.device, self.settings.micro_batch
+
+        def micro_batches():
+            for x, n in zip(images.split(micro), noise.split(micro)):
+                if len(x):
+                    x, n = x.to(device, non_blocking=True), n.to(device, non_blocking=True)
+                    yield lambda: self.model(x, n).loss.float()
+
+        report = self.dp_step(self.step, micro_batches())
+        totals = torch.tensor([report.loss_sum, report.examples, report.clipped], dtype=torch.float64, device=device)
+        self.dist.sum_tensor(totals)  # for the logs: loss sum, examples and clipped over ranks
         loss_sum, count, clipped = totals.tolist()
         self.last = {"batch_size": int(count), "clipped_fraction": clipped / max(count, 1)}
         return loss_sum, int(count)
-
 
     def finish(self) -> dict:
         record = super().finish()

@@ -4,8 +4,8 @@ frozen backbone's cached features, with the repository's DP engine.
 The head is `nn.Linear(d, classes)` with its bias fixed at -10 (not trained: the authors'
 released code fixes it; Scenic's default) and its weights zero by default (`init_scale`
 gives N(0, (init_scale / sqrt(d))^2), 1 = LeCun normal). The loss is one-vs-all sigmoid
-cross-entropy, summed over classes per example. A private step is the DP-SGD step of the
-rest of the repository: the ledger is charged first, a Poisson batch is drawn (every
+cross-entropy, summed over classes per example. A private step is `dpvip.privacy.step`'s,
+as everywhere in the repository: the ledger is charged first, a Poisson batch is drawn (every
 example at q = 1), per-example gradients are clipped to C and summed over micro-batches,
 N(0, sigma^2 C^2) is added once and the sum divided by the expected batch q * n, and the
 optimizer steps. A full-batch run under prv or pld is accounted as the exact Gaussian
@@ -29,7 +29,6 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from functools import partial
 
 import numpy as np
 import torch
@@ -40,10 +39,9 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import noise_generator, privatize
 from dpvip.privacy.optimizers import make_optimizer, set_gradients
-from dpvip.privacy.sampling import NOISE, PoissonBatches
-from dpvip.seeds import derive
+from dpvip.privacy.sampling import PoissonBatches
+from dpvip.privacy.step import DPStep
 
 HEAD_OPTIMIZERS = ("sgd", "adam", "lamb")
 SCHEDULES = ("constant", "cosine", "linear")
@@ -154,33 +152,25 @@ def _chunks(features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | N
         yield x.to(device, torch.float32), y.to(device, torch.long)
 
 
-def step_gradient(
-    layer: nn.Module,
-    params: Sequence[nn.Parameter],
-    clipper: ClippedGradientSum | None,
-    features: torch.Tensor,
-    labels: torch.Tensor,
-    chosen: np.ndarray | None,
-    loss: Loss,
-    micro_batch: int,
-    privatise: Callable[[list[torch.Tensor]], list[torch.Tensor]] | None,
-) -> list[torch.Tensor]:
-    """The gradient of one step on the chosen examples (all if `chosen` is None).
+def private_step(dp_step: DPStep, step: int, layer: nn.Module, features: torch.Tensor, labels: torch.Tensor, loss: Loss, micro_batch: int) -> int:
+    """One DP step of `layer` on the step's Poisson batch of (features, labels) (every row at
+    q = 1, without copying them); returns the realised batch size."""
+    chosen = None if dp_step.full_batch else dp_step.batch(step)
+    chunks = _chunks(features, labels, chosen, micro_batch, dp_step.clipper.sums[0].device)
+    dp_step(step, (lambda x=x, y=y: loss(layer(x), y) for x, y in chunks))
+    return features.shape[0] if chosen is None else len(chosen)
 
-    Private (a clipper): the clipped per-example sum, then `privatise(sums)` (noise once,
-    division by the expected batch). Otherwise: the plain mean gradient of the examples."""
-    device = params[0].device
-    if clipper is not None:
-        clipper.reset()
-        for x, y in _chunks(features, labels, chosen, micro_batch, device):
-            clipper.add(lambda: loss(layer(x), y))
-        return privatise(clipper.sums)
+
+def mean_gradient_step(optimizer: torch.optim.Optimizer, layer: nn.Module, params: Sequence[nn.Parameter], features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | None, loss: Loss, micro_batch: int) -> None:
+    """A step without privacy: the plain mean gradient of the chosen examples (all if None)."""
     totals, examples = [torch.zeros_like(p, dtype=torch.float32) for p in params], 0
-    for x, y in _chunks(features, labels, chosen, micro_batch, device):
+    for x, y in _chunks(features, labels, chosen, micro_batch, params[0].device):
         for total, grad in zip(totals, torch.autograd.grad(loss(layer(x), y).sum(), params)):
             total += grad
         examples += len(y)
-    return [total / max(1, examples) for total in totals]
+    set_gradients(params, [total / max(1, examples) for total in totals])
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
 
 
 @torch.no_grad()
@@ -192,12 +182,6 @@ def evaluate(layer: nn.Module, features: torch.Tensor, labels: torch.Tensor, los
         correct += int((logits.argmax(1) == y).sum())
         loss_sum += float(loss(logits, y).sum())
     return 100.0 * correct / len(labels), loss_sum / len(labels)
-
-
-def descend(optimizer: torch.optim.Optimizer, params: Sequence[nn.Parameter], gradients: list[torch.Tensor]) -> None:
-    set_gradients(params, gradients)
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
 
 
 # --- the head --------------------------------------------------------------------------------
@@ -244,30 +228,27 @@ def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, sett
         ledger = PrivacyLedger.calibrate(settings.accountant, q, steps, settings.epsilon, settings.delta, settings.clip_norm)
     device = torch.device(device) if device is not None else train.device
     head = make_head(width, classes, settings, device)
-    clipper = ClippedGradientSum(head, settings.clip_norm) if ledger else None
     params = [p for p in head.parameters() if p.requires_grad]
     optimizer = head_optimizer(settings, params)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, steps, settings.warmup_steps, settings.schedule))
-    sampler = PoissonBatches(examples, q, steps, settings.seed) if q < 1 else None
-    noise_seed = derive(settings.seed, NOISE)
+    dp_step = DPStep(ClippedGradientSum(head, settings.clip_norm), optimizer, ledger, examples, settings.seed) if ledger else None
+    sampler = PoissonBatches(examples, q, steps, settings.seed) if q < 1 and not ledger else None  # without privacy, the same batches
     sizes = []
     try:
         for step in range(steps):
-            privatise = None
-            if ledger:
-                ledger = ledger.charge()  # before the noisy gradient exists
-                generator = noise_generator(noise_seed, step, device)
-                privatise = partial(privatize, noise_multiplier=ledger.noise_multiplier, clip_norm=settings.clip_norm, expected_batch_size=q * examples, generator=generator)
-            chosen = sampler.indices(step) if sampler else None
-            gradients = step_gradient(head, params, clipper, train[settings.view(step, views)], train_labels, chosen, sigmoid_loss, settings.micro_batch, privatise)
-            descend(optimizer, params, gradients)
+            features = train[settings.view(step, views)]
+            if dp_step:
+                sizes.append(private_step(dp_step, step, head, features, train_labels, sigmoid_loss, settings.micro_batch))
+            else:
+                chosen = sampler.indices(step) if sampler else None
+                mean_gradient_step(optimizer, head, params, features, train_labels, chosen, sigmoid_loss, settings.micro_batch)
+                sizes.append(examples if chosen is None else len(chosen))
             scheduler.step()
-            sizes.append(examples if chosen is None else len(chosen))
     finally:
-        if clipper:
-            clipper.close()
+        if dp_step:
+            dp_step.clipper.close()
     _, train_loss = evaluate(head, train[settings.view(steps - 1, views)], train_labels, sigmoid_loss, settings.micro_batch)
-    privacy = (ledger.record() | {"examples": examples}) if ledger else None
+    privacy = (dp_step.ledger.record() | {"examples": examples}) if dp_step else None
     return head, {"steps": steps, "sample_rate": q, "privacy": privacy, "batch_sizes": sizes, "train_loss": train_loss}
 
 

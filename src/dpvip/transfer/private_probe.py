@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
-from functools import partial
 
 import torch
 from torch import nn
@@ -32,11 +31,13 @@ from torch import nn
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import gaussian
 from dpvip.privacy.clipping import ClippedGradientSum
-from dpvip.privacy.noise import noise_generator, privatize
+from dpvip.privacy.ledger import PrivacyLedger
+from dpvip.privacy.noise import privatize
 from dpvip.privacy.optimizers import make_optimizer
+from dpvip.privacy.step import DPStep
 from dpvip.privacy.sampling import NOISE
 from dpvip.seeds import derive
-from dpvip.transfer.head import check_features, descend, evaluate, softmax_loss, step_gradient
+from dpvip.transfer.head import check_features, evaluate, mean_gradient_step, private_step, softmax_loss
 
 ACCOUNTANT = "gdp (exact, full batch)"
 CENTRE = 1  # the private mean's noise stream: (seed, NOISE, CENTRE), never a step's
@@ -133,6 +134,13 @@ def calibrate(settings: ProbeSettings) -> dict:
     return {"sigma_mean": sigma_mean, "sigma_sgd": sigma_sgd, "mu": mu, "epsilon": gaussian.epsilon_for_delta(mu, settings.delta), "delta": settings.delta}
 
 
+def sgd_ledger(settings: ProbeSettings, privacy: dict) -> PrivacyLedger:
+    """The ledger of the full-batch gradient steps (sigma_2): it counts them and gives the
+    step its noise (pld accounts q = 1 exactly). The run reports the epsilon of these steps
+    composed with the private mean (`privacy`), which is its budget here."""
+    return PrivacyLedger("pld", 1.0, privacy["sigma_sgd"], settings.clip_norm, settings.delta, privacy["epsilon"], settings.steps)
+
+
 def fit_probe(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, classes: int, settings: ProbeSettings) -> tuple[nn.Linear, torch.Tensor, dict | None]:
     """Train the probe on `train` (n, d); returns it, `test` prepared as `train` was
     (normalised, centred on the same private mean) and the privacy record (None without)."""
@@ -153,20 +161,18 @@ def fit_probe(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tenso
     probe = nn.Linear(width, classes, bias=False, device=device)
     nn.init.zeros_(probe.weight)
     params = [probe.weight]
-    clipper = ClippedGradientSum(probe, settings.clip_norm) if privacy else None
     optimizer = make_optimizer("sgd", params, settings.lr, momentum=settings.momentum)
-    labels, noise_seed = train_labels.to(device), derive(settings.seed, NOISE)
+    dp_step = DPStep(ClippedGradientSum(probe, settings.clip_norm), optimizer, sgd_ledger(settings, privacy), examples, settings.seed) if privacy else None
+    labels = train_labels.to(device)
     try:
         for step in range(settings.steps):
-            privatise = None
-            if privacy:
-                generator = noise_generator(noise_seed, step, device)
-                privatise = partial(privatize, noise_multiplier=privacy["sigma_sgd"], clip_norm=settings.clip_norm, expected_batch_size=examples, generator=generator)
-            gradients = step_gradient(probe, params, clipper, train, labels, None, softmax_loss, settings.micro_batch, privatise)
-            descend(optimizer, params, gradients)
+            if dp_step:
+                private_step(dp_step, step, probe, train, labels, softmax_loss, settings.micro_batch)
+            else:
+                mean_gradient_step(optimizer, probe, params, train, labels, None, softmax_loss, settings.micro_batch)
     finally:
-        if clipper:
-            clipper.close()
+        if dp_step:
+            dp_step.clipper.close()
     return probe, test, privacy
 
 

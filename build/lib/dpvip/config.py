@@ -1,0 +1,71 @@
+"""Configuration validation against the schema (config/schema.yaml, shipped in the package
+as dpvip/schema.yaml: an installed wheel validates as a checkout does), with defaults filled in.
+
+Errors name the offending key and the problem in one line, e.g.
+``config key 'privacy.audit_accountants[1]': 'foo' is not one of ['rdp', 'prv', 'pld']``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from dpvip.errors import DpvipInputError
+
+
+def _with_defaults(validator_class):
+    """A validator that also writes schema defaults into the instance (jsonschema FAQ recipe)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(name, _copy(subschema["default"]))
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def _copy(value):
+    return yaml.safe_load(yaml.safe_dump(value))
+
+
+def _key(path) -> str:
+    key = ""
+    for part in path:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key or "(top level)"
+
+
+def schema_text() -> str:
+    """The package's configuration schema."""
+    return resources.files("dpvip").joinpath("schema.yaml").read_text()
+
+
+def validate_config(config: dict, schema_path: str | Path | None = None) -> dict:
+    """Validate `config` in place against the package's schema (or `schema_path`), fill
+    defaults, and return it; raise one clear error."""
+    schema = yaml.safe_load(Path(schema_path).read_text() if schema_path else schema_text())
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator = _with_defaults(validator_class)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is None:
+        return config
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        key = _key([*error.absolute_path, unknown[0]])
+        raise DpvipInputError(f"config key '{key}' is not a known key here (known: {', '.join(allowed)})")
+    raise DpvipInputError(f"config key '{_key(error.absolute_path)}': {error.message}")
+    return config
+
+
+def load_config(path: str | Path, schema_path: str | Path | None = None) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise DpvipInputError(f"config file {path} does not exist")
+    return validate_config(yaml.safe_load(path.read_text()) or {}, schema_path)

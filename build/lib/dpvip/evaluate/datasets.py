@@ -1,0 +1,179 @@
+"""Labelled images for the downstream evaluations, as normalised tensors.
+
+- `digits`: scikit-learn's handwritten digits (1,797 real 8x8 images, 10 classes), the
+  embedded stand-in for the classification sets; a seeded, stratified train/test split,
+  upsampled to the encoder's input size, grey copied to three channels.
+- `image_folder`: a torchvision ImageFolder tree (ImageNet, Places, iNat, ... at paper scale),
+  read on demand (`FolderImages`).
+- `labelled_shards`: webdataset shards whose samples carry a `cls` member.
+Evaluation images are resized and centre-cropped (ViP A.3: 224 px at paper scale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from dpvip.data.digits import CLASSES, MAX_VALUE, digits_split
+from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD, decode_image
+from dpvip.data.shard_reader import CorruptSample, ShardReader
+from dpvip.errors import DpvipInputError, first_line
+
+if TYPE_CHECKING:
+    from torchvision import transforms
+
+
+@dataclass
+class LabelledImages:
+    images: torch.Tensor  # (n, 3, size, size), ImageNet-normalised
+    labels: torch.Tensor  # (n,) int64
+    classes: int
+    name: str
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, indices) -> LabelledImages:
+        indices = torch.as_tensor(np.asarray(indices), dtype=torch.long)
+        return LabelledImages(self.images[indices], self.labels[indices], self.classes, self.name)
+
+    def batches(self, batch_size: int):
+        """(images, labels) in order, `batch_size` at a time."""
+        yield from zip(self.images.split(batch_size), self.labels.split(batch_size))
+
+    def shuffled_batches(self, batch_size: int, generator: torch.Generator):
+        """One epoch of full batches in an order drawn from `generator` (the rest dropped)."""
+        order = torch.randperm(len(self), generator=generator)
+        for start in range(0, len(self) // batch_size * batch_size, batch_size):
+            chosen = order[start : start + batch_size]
+            yield self.images[chosen], self.labels[chosen]
+
+
+def _normalise(images: torch.Tensor) -> torch.Tensor:
+    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    return (images - mean) / std
+
+
+def digits(image_size: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[LabelledImages, LabelledImages]:
+    """(train, test) of scikit-learn's digits, stratified by class, at `image_size`."""
+    split = digits_splits(image_size, test_fraction, seed)
+    return split["train"], split["test"]
+
+
+def digits_splits(image_size: int, test_fraction: float = 0.2, seed: int = 0, validation_fraction: float = 0.0) -> dict[str, LabelledImages]:
+    """{'train', 'test'} of scikit-learn's digits, stratified by class (`dpvip.data.digits`),
+    upsampled to `image_size`; with `validation_fraction`, 'train' is split again into
+    'train' and 'validation'."""
+    split = digits_split(test_fraction, seed, validation_fraction)
+    pixels = torch.from_numpy(split["pixels"].astype(np.float32) / MAX_VALUE).unsqueeze(1)
+    images = _normalise(F.interpolate(pixels, size=(image_size, image_size), mode="bilinear", align_corners=False).expand(-1, 3, -1, -1))
+    whole = LabelledImages(images.contiguous(), torch.from_numpy(split["labels"]), CLASSES, "digits")
+    train, test = whole.subset(split["train"]), whole.subset(split["test"])
+    if not validation_fraction:
+        return {"train": train, "test": test}
+    return {"train": train.subset(split["kept"]), "validation": train.subset(split["held"]), "test": test}
+
+
+def evaluation_transform(image_size: int) -> transforms.Compose:
+    """Resize the short side to size / 0.875, then centre-crop (MAE's evaluation transform)."""
+    from torchvision import transforms  # noqa: F811 - imported where used: ~2 s at import
+
+    return transforms.Compose(
+        [
+            transforms.Resize(int(round(image_size / 0.875)), interpolation=transforms.InterpolationMode.BICUBIC),
+            transforms.CenterCrop(image_size),
+            transforms.ToTensor(),
+            transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+        ]
+    )
+
+
+class FolderImages:
+    """A torchvision ImageFolder tree read on demand (ImageNet, Places, iNat, ... at paper
+    scale do not fit in memory): labels up front, images decoded when a subset or a batch
+    is asked for. The same interface as LabelledImages: labels, classes, name, len,
+    `subset` (in memory) and `batches`."""
+
+    def __init__(self, root: str | Path, image_size: int, name: str | None = None, workers: int = 0):
+        from torchvision.datasets import ImageFolder
+
+        root = Path(root)
+        if not root.is_dir():
+            raise DpvipInputError(f"image folder {root} does not exist")
+        try:
+            self.folder = ImageFolder(str(root), transform=evaluation_transform(image_size))
+        except FileNotFoundError as err:  # no class folder, or a class folder without images
+            raise DpvipInputError(f"image folder {root} holds no labelled images: {first_line(err)}") from None
+        self.labels = torch.tensor(self.folder.targets, dtype=torch.long)
+        self.classes, self.name, self.workers = len(self.folder.classes), name or root.name, workers
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, indices) -> LabelledImages:
+        indices = [int(i) for i in np.asarray(indices)]
+        images = torch.stack([self.folder[i][0] for i in indices]) if indices else torch.empty(0)
+        return LabelledImages(images, self.labels[indices], self.classes, self.name)
+
+    def batches(self, batch_size: int):
+        yield from torch.utils.data.DataLoader(self.folder, batch_size=batch_size, num_workers=self.workers)
+
+    def shuffled_batches(self, batch_size: int, generator: torch.Generator):
+        order = torch.randperm(len(self), generator=generator).tolist()
+        yield from torch.utils.data.DataLoader(self.folder, batch_size=batch_size, sampler=order, num_workers=self.workers, drop_last=True)
+
+
+def image_folder(root: str | Path, image_size: int, name: str | None = None, workers: int = 0) -> FolderImages:
+    return FolderImages(root, image_size, name, workers)
+
+
+def labelled_shards(index: str | Path, image_size: int, classes: int, name: str) -> tuple[LabelledImages, int]:
+    """The samples of webdataset shards that have an image and a `cls` label; returns them
+    and the number of corrupt samples skipped."""
+    reader = ShardReader.from_index(index)
+    transform = evaluation_transform(image_size)
+    images, labels, skipped = [], [], 0
+    for position in range(len(reader)):
+        try:
+            sample = reader[position]
+            if "cls" not in sample:
+                raise CorruptSample(f"sample {sample['__key__']} has no cls label")
+            label = int(sample["cls"].decode().strip())
+            image = transform(decode_image(sample))
+        except DpvipInputError:  # the shard or its index is wrong: not one bad sample
+            raise
+        except (CorruptSample, ValueError):
+            skipped += 1
+            continue
+        if not 0 <= label < classes:
+            raise DpvipInputError(f"{index}: sample {sample['__key__']} has label {label}, outside 0..{classes - 1}")
+        images.append(image)
+        labels.append(label)
+    if not images:
+        raise DpvipInputError(f"{index}: no labelled image could be read")
+    return LabelledImages(torch.stack(images), torch.tensor(labels), classes, name), skipped
+
+
+SOURCES = ("digits", "image_folder", "shards")
+
+
+def labelled_split(name: str, spec: dict, image_size: int, workers: int = 0) -> tuple:
+    """(train, test, facts) of the config entry `evaluate.datasets.<name>`; facts say what
+    was read (the stand-in's name, counts, corrupt samples skipped)."""
+    source = spec.get("source")
+    if source == "digits":
+        train, test = digits(image_size, spec.get("test_fraction", 0.2), spec.get("seed", 0))
+        return train, test, {"stand_in": "scikit-learn digits", "train": len(train), "test": len(test)}
+    if source == "image_folder":
+        train, test = (image_folder(spec[split], image_size, name, workers) for split in ("train", "test"))
+        return train, test, {"train": len(train), "test": len(test)}
+    if source == "shards":
+        (train, skipped_train), (test, skipped_test) = (labelled_shards(spec[split], image_size, spec["classes"], name) for split in ("train", "test"))
+        return train, test, {"train": len(train), "test": len(test), "skipped_corrupt": skipped_train + skipped_test}
+    raise DpvipInputError(f"evaluate.datasets.{name}.source '{source}' is not one of {', '.join(SOURCES)}")

@@ -1,0 +1,139 @@
+"""Linear probing of frozen features (ViP A.3, after He et al.): BatchNorm1d without affine
+parameters, then a linear layer (weights ~ N(0, 0.01^2), zero bias), trained with LARS
+(momentum 0.9, trust coefficient 0.001, weight decay 0) at lr = blr * batch / 256, linear
+warm-up then cosine. LARS adapts the weight matrix only, not the bias, as MAE's LARS does.
+
+Without augmentation (the embedded default) features are computed once and the probe trains
+on them (`train_probe`). With augmentation (MAE's probe: RandomResizedCrop + horizontal flip,
+the paper scale), every batch goes through the frozen encoder again (`train_probe_augmented`);
+the crop is taken from the evaluation-size centre crop, not from the full photograph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+import torch
+from timm.optim import Lars
+from torch import nn
+from torchvision.transforms import v2
+
+from dpvip.errors import DpvipInputError
+from dpvip.evaluate.datasets import LabelledImages
+from dpvip.evaluate.features import FeatureChoice, encoder_features
+from dpvip.models.mae import MaskedAutoencoder
+from dpvip.train.optim import warmup_cosine
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    epochs: int = 90
+    warmup_epochs: int = 10
+    batch_size: int = 16384
+    blr: float = 0.1
+    weight_decay: float = 0.0
+    momentum: float = 0.9
+    augment: bool = False  # RandomResizedCrop + flip through the frozen encoder each batch
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.epochs < 1 or self.batch_size < 1 or not self.blr > 0:
+            raise DpvipInputError(f"linear probe needs epochs >= 1, batch_size >= 1 and blr > 0 (got {self.epochs}, {self.batch_size}, {self.blr})")
+
+
+class LinearProbe(nn.Module):
+    def __init__(self, features: int, classes: int):
+        super().__init__()
+        self.norm = nn.BatchNorm1d(features, affine=False, eps=1e-6)
+        self.head = nn.Linear(features, classes)
+        nn.init.normal_(self.head.weight, std=0.01)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(features))
+
+
+def lars(probe: LinearProbe, lr: float, settings: ProbeSettings) -> Lars:
+    """LARS with the trust ratio on the weight matrix only (MAE excludes 1-d parameters)."""
+    groups = [
+        {"params": [probe.head.weight], "weight_decay": settings.weight_decay, "always_adapt": True},
+        {"params": [probe.head.bias], "weight_decay": 0.0, "always_adapt": False},
+    ]
+    return Lars(groups, lr=lr, momentum=settings.momentum, trust_coeff=0.001)
+
+
+def _fit(width: int, classes: int, examples: int, settings: ProbeSettings, epoch_batches: Callable[[int, torch.Generator], Iterable]) -> LinearProbe:
+    """Train a probe on `epoch_batches(batch, generator)`: one epoch of shuffled full
+    batches of (features, labels)."""
+    settings.check()
+    if examples == 0:
+        raise DpvipInputError("linear probe needs as many labels as features, and at least one")
+    generator = torch.Generator().manual_seed(settings.seed)
+    torch.manual_seed(settings.seed)
+    probe = LinearProbe(width, classes)
+    batch = min(settings.batch_size, examples)
+    steps_per_epoch = examples // batch
+    optimizer = lars(probe, settings.blr * batch / 256, settings)
+    total = settings.epochs * steps_per_epoch
+    scheduler = warmup_cosine(optimizer, total, min(settings.warmup_epochs * steps_per_epoch, total), 0.0)
+    loss_function = nn.CrossEntropyLoss()
+    probe.train()
+    step = 0
+    for _ in range(settings.epochs):
+        for features, labels in epoch_batches(batch, generator):
+            scheduler.step_update(step)
+            optimizer.zero_grad(set_to_none=True)
+            loss_function(probe(features), labels).backward()
+            optimizer.step()
+            step += 1
+    return probe.eval()
+
+
+def train_probe(features: torch.Tensor, labels: torch.Tensor, classes: int, settings: ProbeSettings) -> LinearProbe:
+    """A probe trained on precomputed (features, labels) for `settings.epochs` epochs."""
+    if len(features) != len(labels) or len(features) == 0:
+        raise DpvipInputError(f"linear probe needs as many labels as features (got {len(features)} and {len(labels)})")
+
+    data = LabelledImages(features, labels, classes, "features")
+    return _fit(features.shape[1], classes, len(features), settings, data.shuffled_batches)
+
+
+def probe_augmentation(image_size: int) -> v2.Compose:
+    """MAE's probe augmentation on evaluation-size image tensors (scale 0.08-1, bicubic)."""
+    return v2.Compose([v2.RandomResizedCrop(image_size, interpolation=v2.InterpolationMode.BICUBIC, antialias=True), v2.RandomHorizontalFlip()])
+
+
+def train_probe_augmented(mae: MaskedAutoencoder, choice: FeatureChoice, train, settings: ProbeSettings) -> LinearProbe:
+    """A probe trained on features of freshly augmented views of `train` (LabelledImages or
+    FolderImages) each epoch, from the frozen encoder in eval mode."""
+    mae.eval()
+    device = next(mae.parameters()).device
+    augment = probe_augmentation(mae.settings.image_size)
+
+    def epoch_batches(batch: int, generator: torch.Generator):
+        for images, labels in train.shuffled_batches(batch, generator):
+            views = torch.stack([augment(image) for image in images])
+            yield encoder_features(mae, views.to(device), choice).float().cpu(), labels
+
+    return _fit(choice.width(mae.norm.normalized_shape[0]), train.classes, len(train), settings, epoch_batches)
+
+
+@torch.no_grad()
+def top1_accuracy(probe: LinearProbe, features: torch.Tensor, labels: torch.Tensor) -> float:
+    probe.eval()
+    return float((probe(features).argmax(dim=1) == labels).float().mean())
+
+
+def probe_grid(train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor], classes: int, settings: ProbeSettings, blrs: list[float]) -> dict:
+    """Top-1 test accuracy for each base learning rate of the paper's grid, and the best (the
+    paper reports the best of its grid on the evaluation set, as do we)."""
+    return best_of_grid(lambda blr: top1_accuracy(train_probe(*train, classes, replace(settings, blr=blr)), *test), blrs, "blr")
+
+
+def best_of_grid(accuracy_of, values: list[float], name: str) -> dict:
+    """{"accuracy": best, name: its value, "grid": {value: accuracy}} over a hyperparameter grid."""
+    accuracies = {value: accuracy_of(value) for value in values}
+    best = max(accuracies, key=accuracies.get)
+    return {"accuracy": accuracies[best], name: best, "grid": accuracies}
+

@@ -1,0 +1,136 @@
+"""The evaluation jobs the ViP tables and figures need (torch-free: the workflow knows every
+job, and checks the `evaluate` config, before anything runs).
+
+An `Evaluation` is one task on one backbone (and dataset, and K for few-shot); its result
+is `results/evaluate/<path>.json`, whose `columns` ({column: value}) fill table cells. The
+jobs are exactly those some table or figure cell asks for (`vip_rows`), so a table rebuilt
+alone runs only what it shows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dpvip.errors import DpvipInputError
+from dpvip.report.vip_rows import PROBE_COLUMN, VIP_TABLES, Backbones, figure5_backbones, table_rows
+
+TASKS = ("linear_probe", "few_shot", "coco", "ade20k", "dp_finetune")
+SHOT_COLUMN = re.compile(r"^(?P<dataset>.+) (?P<shots>\d+)-shot$")
+COCO_COLUMNS = ("COCO AP box", "COCO AP mask")
+ADE_COLUMN = "ADE20K mIoU"
+DP_FINETUNE_COLUMNS = ("Top-1 Accuracy", "epsilon", "delta")
+RUN_FACTS = ("Batch Size", "# Train data", "Noise sigma", "decoder depth", "masking ratio", "# parameters")
+
+
+@dataclass(frozen=True, order=True)
+class Evaluation:
+    task: str
+    backbone: str
+    dataset: str | None = None
+    shots: int | None = None
+
+    @property
+    def path(self) -> str:
+        """Where its result lives, relative to results/evaluate (without .json)."""
+        if self.task == "few_shot":
+            return f"few_shot/{self.backbone}/{self.dataset}_{self.shots}shot"
+        if self.dataset is not None:
+            return f"{self.task}/{self.backbone}/{self.dataset}"
+        return f"{self.task}/{self.backbone}"
+
+    @property
+    def is_cnn(self) -> bool:
+        return self.backbone.startswith("cnn_")
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    section: dict  # the config's `evaluate`
+    backbones: Backbones
+
+    def __post_init__(self) -> None:
+        datasets = self.section.get("datasets", {})
+        for task, used in (("linear_probe", self.probe_datasets), ("few_shot", list(self.shot_datasets)), ("dp_finetune", [self.dp_dataset] if self.dp_dataset else [])):
+            for name in used:
+                if name not in datasets:
+                    raise DpvipInputError(f"evaluate.{task} uses dataset '{name}', which evaluate.datasets does not define (known: {', '.join(datasets) or 'none'})")
+
+    @property
+    def probe_datasets(self) -> list[str]:
+        return list(self.section.get("linear_probe", {}).get("datasets", []))
+
+    @property
+    def shot_datasets(self) -> dict[str, list[int]]:
+        return dict(self.section.get("few_shot", {}).get("datasets", {}))
+
+    @property
+    def dp_dataset(self) -> str | None:
+        return self.section.get("dp_finetune", {}).get("dataset")
+
+    def job_section(self, evaluation: Evaluation) -> dict:
+        """The part of the `evaluate` config that `evaluation` reads."""
+        datasets = self.section.get("datasets", {})
+        used = {evaluation.dataset: datasets[evaluation.dataset]} if evaluation.dataset else {}
+        part = {"image_size": self.section.get("image_size"), "datasets": used, evaluation.task: self.section.get(evaluation.task, {})}
+        if evaluation.task in ("coco", "ade20k"):  # their stand-in
+            part["shapes"] = self.section.get("shapes", {})
+        return part
+
+    def evaluation(self, backbone: str, metric: str) -> Evaluation | None:
+        """The job that measures `metric` of `backbone`; None for a run fact or a metric the
+        config does not evaluate (its cell stays empty, the paper's value beside it)."""
+        cnn = backbone.startswith("cnn_")
+        shot = SHOT_COLUMN.match(metric)
+        if shot and int(shot["shots"]) in self.shot_datasets.get(shot["dataset"], []):
+            return Evaluation("few_shot", backbone, shot["dataset"], int(shot["shots"]))
+        if cnn:  # the CNN baselines are fine-tuned only (ViP Table 2)
+            return None
+        if metric in self.probe_datasets:
+            return Evaluation("linear_probe", backbone, metric)
+        if metric in COCO_COLUMNS and self.section.get("coco"):
+            return Evaluation("coco", backbone)
+        if metric == ADE_COLUMN and self.section.get("ade20k"):
+            return Evaluation("ade20k", backbone)
+        if metric in DP_FINETUNE_COLUMNS and self.dp_dataset:
+            return Evaluation("dp_finetune", backbone, self.dp_dataset)
+        return None
+
+    def table_evaluations(self, table: str, columns: list[str]) -> list[Evaluation]:
+        cells = [cell for row in table_rows(table, columns, self.backbones) for cell in row.cells.values()]
+        return sorted({e for e in (self.evaluation(b, m) for b, m in cells) if e is not None})
+
+    def figure_evaluations(self, figure: str) -> list[Evaluation]:
+        if figure == "vip_figure1":  # linear probing of our largest ViP; COCO of the main ViP
+            largest = self.largest_vip()
+            wanted = [(largest, d) for d in self.probe_datasets] + [(self.backbones.main_vip, c) for c in COCO_COLUMNS]
+        elif figure == "vip_figure5":
+            wanted = [(b, m) for runs in figure5_backbones(self.backbones).values() for b in runs for m in self.figure5_metrics()]
+        else:
+            raise KeyError(f"no evaluations for figure {figure}")
+        return sorted({e for e in (self.evaluation(b, m) for b, m in wanted) if e is not None})
+
+    def figure5_metrics(self) -> list[str]:
+        """The ImageNet-1K probe (or the first probed set) and the first few-shot setting."""
+        probe = [PROBE_COLUMN if PROBE_COLUMN in self.probe_datasets else self.probe_datasets[0]] if self.probe_datasets else []
+        shots = [f"{d} {k[0]}-shot" for d, k in list(self.shot_datasets.items())[:1] if k]
+        return probe + shots
+
+    def largest_vip(self) -> str:
+        """The main-recipe ViP run with the most encoder parameters (ViP-Large in Figure 1)."""
+        from dpvip.models import mae_size, mae_variant
+
+        def width_depth(name: str) -> tuple[int, int]:
+            size = mae_size(mae_variant(self.backbones.runs[name].model)[0])
+            return size.encoder_width * size.encoder_depth, size.encoder_width
+
+        candidates = [run.name for run in self.backbones.runs.values() if run.ablation in ("main", "model_size")]
+        return max(candidates, key=width_depth)
+
+
+def all_evaluations(plan: EvaluationPlan, table_columns: dict[str, list[str]]) -> dict[str, list[Evaluation]]:
+    """{table or figure: its evaluations} for every ViP table and figure."""
+    needs = {table: plan.table_evaluations(table, table_columns[table]) for table in VIP_TABLES}
+    for figure in ("vip_figure1", "vip_figure5"):
+        needs[figure] = plan.figure_evaluations(figure)
+    return needs

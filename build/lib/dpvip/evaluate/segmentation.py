@@ -1,0 +1,307 @@
+"""Semantic segmentation of MAE encoders: ViP Table 4, "ADE20K mIoU".
+
+ViP A.4 follows MAE (He et al. 2022): UperNet on the pre-trained encoder (see `upernet`),
+fine-tuned end to end for 100 epochs at batch 16 (MAE: 160k iterations) on 512x512 crops,
+AdamW (lr 1e-4, weight decay 0.05, betas 0.9/0.999), layer-wise lr decay 0.65, linear
+warm-up (MAE: 1,500 iterations) then polynomial (power 1) decay to 0, cross-entropy over
+150 classes with ADE20K's label 0 ("other") ignored, an auxiliary FCN head weighted 0.4.
+The score is the mean IoU over the validation set (single scale).
+
+Sources of `SegmentationSet`s:
+- `ade20k`: the ADEChallengeData2016 layout, held in memory after a resize of the short
+  side and a centre crop. That fits small subsets; the paper's scale (20,210 training
+  images, evaluated at full resolution with a sliding window) needs a streaming loader,
+  and since the test images are scored on the same centre crops, numbers from this
+  reader are not directly comparable with the paper's.
+- `shapes_segmentation`: the embedded stand-in, semantic masks of the generated COCO
+  stand-in (background 0, circle 1, square 2, triangle 3; nothing ignored).
+Augmentation is a horizontal flip only; mmseg's random rescale (0.5-2x), random crop and
+photometric distortion are not applied.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from timm.optim import param_groups_layer_decay
+from timm.scheduler import PolyLRScheduler
+from tqdm import tqdm
+
+from dpvip.errors import DpvipInputError
+from dpvip.evaluate.coco_standin import SPLITS, CocoStandIn, render
+from dpvip.evaluate.datasets import _normalise
+from dpvip.evaluate.upernet import Segmenter
+from dpvip.models.mae import encoder_at
+from dpvip.models.mae import MaskedAutoencoder
+
+IGNORE_INDEX = 255
+ADE_CLASSES = 150
+ADE_SPLITS = {"training": "training", "validation": "validation", "train": "training", "val": "validation"}
+SHAPE_CLASSES = ("background", "circle", "square", "triangle")
+
+
+@dataclass
+class SegmentationSet:
+    images: torch.Tensor  # (n, 3, size, size), ImageNet-normalised
+    masks: torch.Tensor  # (n, size, size) int64: class 0..classes-1, or IGNORE_INDEX
+    classes: int
+    name: str
+
+    def __len__(self) -> int:
+        return len(self.masks)
+
+    def subset(self, indices) -> SegmentationSet:
+        indices = torch.as_tensor(np.asarray(indices), dtype=torch.long)
+        return SegmentationSet(self.images[indices], self.masks[indices], self.classes, self.name)
+
+
+def _to_tensors(pixels: list[np.ndarray], masks: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    images = torch.from_numpy(np.stack(pixels)).permute(0, 3, 1, 2).float() / 255
+    return _normalise(images).contiguous(), torch.from_numpy(np.stack(masks).astype(np.int64))
+
+
+# --- ADE20K --------------------------------------------------------------------------------
+def _short_side_and_centre(image: Image.Image, size: int, resample: int) -> Image.Image:
+    width, height = image.size
+    scale = size / min(width, height)
+    resized = image.resize((max(size, round(width * scale)), max(size, round(height * scale))), resample)
+    left, top = (resized.width - size) // 2, (resized.height - size) // 2
+    return resized.crop((left, top, left + size, top + size))
+
+
+def ade_labels(annotation: np.ndarray) -> np.ndarray:
+    """ADE20K's 0 ("other") -> ignored, 1..150 -> 0..149 (mmseg's reduce_zero_label)."""
+    labels = annotation.astype(np.int64) - 1
+    labels[annotation == 0] = IGNORE_INDEX
+    return labels
+
+
+def ade20k(root: str | Path, split: str, image_size: int) -> SegmentationSet:
+    """`images/<split>/*.jpg` with `annotations/<split>/<same stem>.png` of an
+    ADEChallengeData2016 folder (split: training or validation), all in memory: images
+    resized (bicubic) so the short side is `image_size` and centre-cropped, masks likewise
+    with nearest-neighbour resampling."""
+    if split not in ADE_SPLITS:
+        raise DpvipInputError(f"ADE20K split '{split}' is not one of training, validation")
+    root = Path(root)
+    image_folder, label_folder = root / "images" / ADE_SPLITS[split], root / "annotations" / ADE_SPLITS[split]
+    for folder in (image_folder, label_folder):
+        if not folder.is_dir():
+            raise DpvipInputError(f"ADE20K folder {folder} does not exist")
+    paths = sorted(image_folder.glob("*.jpg"))
+    if not paths:
+        raise DpvipInputError(f"ADE20K folder {image_folder} holds no .jpg images")
+    pixels, masks = [], []
+    for path in paths:
+        label_path = label_folder / f"{path.stem}.png"
+        if not label_path.is_file():
+            raise DpvipInputError(f"ADE20K annotation {label_path} of image {path.name} does not exist")
+        with Image.open(path) as image:
+            pixels.append(np.asarray(_short_side_and_centre(image.convert("RGB"), image_size, Image.BICUBIC)))
+        with Image.open(label_path) as annotation:
+            labels = np.asarray(_short_side_and_centre(annotation, image_size, Image.NEAREST))
+        if labels.ndim != 2 or labels.max() > ADE_CLASSES:
+            raise DpvipInputError(f"ADE20K annotation {label_path} is not a single-channel map of labels 0..{ADE_CLASSES}")
+        masks.append(ade_labels(labels))
+    images, mask_tensor = _to_tensors(pixels, masks)
+    return SegmentationSet(images, mask_tensor, ADE_CLASSES, f"ade20k-{ADE_SPLITS[split]}")
+
+
+# --- the embedded stand-in -----------------------------------------------------------------
+def shapes_segmentation(spec: CocoStandIn, split: str, count: int | None = None) -> SegmentationSet:
+    """Images 1..count (default spec.images) of the COCO stand-in with semantic masks."""
+    spec.check()
+    if split not in SPLITS:
+        raise DpvipInputError(f"split '{split}' is not one of {', '.join(SPLITS)}")
+    count = spec.images if count is None else count
+    if count < 1:
+        raise DpvipInputError(f"shapes segmentation needs count >= 1, not {count}")
+    # min_area only filters the rendered instances (it draws no randomness): at 1 every
+    # visible shape pixel is labelled, also of fragments too small to be a COCO instance.
+    every_fragment = replace(spec, min_area=1)
+    pixels, masks = [], []
+    for image_id in range(1, count + 1):
+        image, shapes = render(every_fragment, split, image_id)
+        semantic = np.zeros(image.shape[:2], dtype=np.int64)
+        for category, visible in shapes:  # visible masks do not overlap: order is irrelevant
+            semantic[visible] = category
+        pixels.append(image)
+        masks.append(semantic)
+    images, mask_tensor = _to_tensors(pixels, masks)
+    return SegmentationSet(images, mask_tensor, len(SHAPE_CLASSES), f"shapes-{split}")
+
+
+# --- training ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SegmentationSettings:
+    """Defaults are the paper's (ViP A.4 / MAE) for ViT-B at 512 px; the image size is the
+    data's. `channels` is the UPerNet width (768 in mmseg's MAE-B config), `aux_channels`
+    the FCN head's (256; 0 drops the auxiliary head)."""
+
+    epochs: int = 100
+    batch_size: int = 16
+    lr: float = 1e-4
+    weight_decay: float = 0.05
+    layer_decay: float = 0.65
+    warmup_epochs: float = 1.2  # MAE: 1,500 iterations, ~1.2 epochs of ADE20K at batch 16
+    channels: int = 768
+    aux_channels: int = 256
+    aux_weight: float = 0.4
+    flip: bool = True
+    seed: int = 0
+
+    def check(self) -> None:
+        rules = {
+            "epochs": self.epochs >= 1,
+            "batch_size": self.batch_size >= 1,
+            "lr": self.lr > 0,
+            "weight_decay": self.weight_decay >= 0,
+            "layer_decay": 0 < self.layer_decay <= 1,
+            "warmup_epochs": 0 <= self.warmup_epochs <= self.epochs,
+            "channels": self.channels >= 1,
+            "aux_channels": self.aux_channels >= 0,
+            "aux_weight": self.aux_weight >= 0,
+        }
+        for name, valid in rules.items():
+            if not valid:
+                raise DpvipInputError(f"segmentation setting {name} = {getattr(self, name)!r} is out of range")
+
+
+def _optimizer(model: Segmenter, settings: SegmentationSettings) -> torch.optim.AdamW:
+    # The class token is a (width, 1) weight here, but a token all the same: no decay, as MAE.
+    groups = param_groups_layer_decay(
+        model, settings.weight_decay, no_weight_decay_list=["mae.cls_token.weight"], layer_decay=settings.layer_decay
+    )
+    return torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.999))
+
+
+def _flipped(images: torch.Tensor, masks: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    flip = torch.rand(len(masks), generator=generator) < 0.5
+    return torch.where(flip.view(-1, 1, 1, 1), images.flip(-1), images), torch.where(flip.view(-1, 1, 1), masks.flip(-1), masks)
+
+
+def train_segmenter(mae: MaskedAutoencoder, train: SegmentationSet, settings: SegmentationSettings, progress: bool = True) -> Segmenter:
+    """UPerNet on a copy of `mae`'s encoder (rebuilt for the data's image size), fine-tuned
+    end to end on `train`; the given model is left as it was."""
+    settings.check()
+    if len(train) == 0:
+        raise DpvipInputError("segmentation needs at least one training image")
+    image_size = train.images.shape[-1]
+    if image_size % mae.patch_size:
+        raise DpvipInputError(f"segmentation image size {image_size} is not a multiple of the MAE's patch size {mae.patch_size}")
+    torch.manual_seed(settings.seed)
+    generator = torch.Generator().manual_seed(settings.seed)
+    device = next(mae.parameters()).device
+    model = Segmenter(encoder_at(mae, image_size), train.classes, settings.channels, settings.aux_channels).to(device)
+    optimizer = _optimizer(model, settings)
+    batch = min(settings.batch_size, len(train))
+    steps_per_epoch = math.ceil(len(train) / batch)
+    total = settings.epochs * steps_per_epoch
+    warmup = min(round(settings.warmup_epochs * steps_per_epoch), total - 1)
+    # timm's scheduler multiplies each group's lr by its layer-decay `lr_scale`.
+    scheduler = PolyLRScheduler(optimizer, t_initial=total - warmup, power=1.0, warmup_t=warmup, warmup_prefix=True, t_in_epochs=False)
+    model.train()
+    bar = tqdm(total=total, desc=f"segmentation {train.name}", unit="step", disable=not progress, mininterval=2)
+    step = 0
+    for _ in range(settings.epochs):
+        epoch_loss = 0.0
+        for chosen in torch.randperm(len(train), generator=generator).split(batch):
+            images, masks = train.images[chosen], train.masks[chosen]
+            if settings.flip:
+                images, masks = _flipped(images, masks, generator)
+            images, masks = images.to(device), masks.to(device)
+            scheduler.step_update(step)
+            main, aux = model.logits(images)
+            loss = F.cross_entropy(main, masks, ignore_index=IGNORE_INDEX)
+            if aux is not None and settings.aux_weight:
+                loss = loss + settings.aux_weight * F.cross_entropy(aux, masks, ignore_index=IGNORE_INDEX)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            epoch_loss += loss.item() * len(chosen)
+            step += 1
+            bar.update()
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+        model.epoch_losses.append(epoch_loss / len(train))
+    bar.close()
+    return model.eval()
+
+
+# --- scores --------------------------------------------------------------------------------
+def confusion_matrix(predictions: torch.Tensor, masks: torch.Tensor, classes: int, ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
+    """(classes, classes) int64 pixel counts, rows the truth, columns the prediction;
+    pixels whose truth is `ignore_index` are left out."""
+    truth, predicted = masks.reshape(-1).long(), predictions.reshape(-1).long()
+    kept = truth != ignore_index
+    truth, predicted = truth[kept], predicted[kept]
+    for name, values in (("mask", truth), ("prediction", predicted)):
+        outside = values[(values < 0) | (values >= classes)]
+        if len(outside):
+            raise DpvipInputError(f"{name} holds class {int(outside[0])}, outside 0..{classes - 1} and not ignored ({ignore_index})")
+    return torch.bincount(truth * classes + predicted, minlength=classes * classes).reshape(classes, classes)
+
+
+def scores_from_confusion(confusion: torch.Tensor) -> dict:
+    """Per-class IoU = TP / (TP + FP + FN) over the whole set; a class absent from both truth
+    and prediction has no IoU (None) and is left out of the mean, as mmseg's nanmean does.
+    mIoU and pixel accuracy (correct / labelled pixels, mmseg's aAcc) are in percent."""
+    confusion = confusion.double()
+    hits = confusion.diagonal()
+    union = confusion.sum(0) + confusion.sum(1) - hits
+    iou = torch.where(union > 0, hits / union.clamp(min=1), torch.full_like(hits, float("nan")))
+    present = ~iou.isnan()
+    labelled = float(confusion.sum())
+    return {
+        "miou": 100 * float(iou[present].mean()) if present.any() else float("nan"),
+        "pixel_accuracy": 100 * float(hits.sum()) / labelled if labelled else float("nan"),
+        "per_class": [100 * float(v) if not math.isnan(v) else None for v in iou.tolist()],
+    }
+
+
+def mean_iou(predictions: torch.Tensor, masks: torch.Tensor, classes: int, ignore_index: int = IGNORE_INDEX) -> dict:
+    """mIoU, pixel accuracy and per-class IoU (percent) of predicted class maps against masks."""
+    return scores_from_confusion(confusion_matrix(predictions, masks, classes, ignore_index))
+
+
+@torch.no_grad()
+def score_segmenter(model: Segmenter, test: SegmentationSet, batch_size: int = 16) -> dict:
+    """Scores of `model`'s argmax predictions on `test`, accumulated batch by batch."""
+    model.eval()
+    confusion = torch.zeros(test.classes, test.classes, dtype=torch.long)
+    device = next(model.parameters()).device
+    for images, masks in zip(test.images.split(batch_size), test.masks.split(batch_size)):
+        confusion += confusion_matrix(model(images.to(device)).argmax(1).cpu(), masks, test.classes)
+    return scores_from_confusion(confusion)
+
+
+def evaluate_ade(
+    mae: MaskedAutoencoder, train: SegmentationSet, test: SegmentationSet, settings: SegmentationSettings, progress: bool = True
+) -> dict:
+    """Fine-tune UPerNet on `train`, score on `test`: the scores with what produced them."""
+    if train.classes != test.classes:
+        raise DpvipInputError(f"segmentation train set has {train.classes} classes but the test set {test.classes}")
+    if train.images.shape[-2:] != test.images.shape[-2:]:
+        sizes = tuple(test.images.shape[-2:]), tuple(train.images.shape[-2:])
+        raise DpvipInputError(f"segmentation test images are {sizes[0]} px but the training images {sizes[1]}")
+    started = time.perf_counter()
+    model = train_segmenter(mae, train, settings, progress)
+    trained = time.perf_counter()
+    scores = score_segmenter(model, test)
+    return scores | {
+        "dataset": {"train": train.name, "test": test.name},
+        "train_images": len(train),
+        "test_images": len(test),
+        "classes": train.classes,
+        "image_size": train.images.shape[-1],
+        "taps": list(model.taps),
+        "settings": asdict(settings),
+        "epoch_losses": model.epoch_losses,
+        "seconds": {"train": trained - started, "score": time.perf_counter() - trained},
+    }

@@ -1,0 +1,151 @@
+"""The `dpvip bench dp-step` benchmark as a whole: `run_bench` measures peak memory
+(`memory`), starts a runner per method, cross-checks their clipped sums and times them
+(`timing`); `BenchResult` holds the samples, medians and ratios to the non-private step
+(and the JSON record); `format_result` prints the table.
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from dpvip.errors import DpvipInputError
+from dpvip.privacy.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method
+from dpvip.privacy.bench.methods import CLIP_NORM, EXPECTED_WARNINGS, METHOD_CLASSES, METHODS, NOISE_MULTIPLIER, BenchSetup, make_methods
+from dpvip.privacy.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
+
+TARGET_TIME_RATIO, TARGET_MEMORY_RATIO = 1.3, 1.5  # DESIGN.md, "Performance targets"
+
+
+@dataclass
+class BenchResult:
+    setup: BenchSetup
+    threads: int
+    rounds: int
+    warmup: int
+    samples: dict[str, dict[str, list]]  # method -> seconds, cpu_seconds, minor_faults per step
+    peak_bytes: dict[str, int | None]
+    cross_check: dict
+    memory_mode: str = "live"
+    torch_version: str = field(default_factory=lambda: torch.__version__)
+
+    def median(self, name: str) -> float:
+        return statistics.median(self.samples[name]["seconds"])
+
+    def time_ratio(self, name: str) -> float:
+        return self.median(name) / self.median("nonprivate")
+
+    def cpu_median(self, name: str) -> float | None:
+        return None if self.setup.device.startswith("cuda") else statistics.median(self.samples[name]["cpu_seconds"])
+
+    def cpu_time_ratio(self, name: str) -> float | None:
+        base = self.cpu_median("nonprivate")
+        return self.cpu_median(name) / base if base else None
+
+    def memory_ratio(self, name: str) -> float | None:
+        peak, base = self.peak_bytes.get(name), self.peak_bytes.get("nonprivate")
+        return peak / base if peak is not None and base else None
+
+    def record(self) -> dict:
+        import opacus
+
+        methods = {
+            name: {
+                "seconds_per_step": self.median(name),
+                "time_ratio": self.time_ratio(name),
+                "cpu_seconds_per_step": self.cpu_median(name),
+                "cpu_time_ratio": self.cpu_time_ratio(name),
+                "minor_faults_per_step": statistics.median(self.samples[name]["minor_faults"]),
+                "peak_mb": None if self.peak_bytes.get(name) is None else self.peak_bytes[name] / 2**20,
+                "memory_ratio": self.memory_ratio(name),
+                "seconds": self.samples[name]["seconds"],
+            }
+            for name in self.samples
+        }
+        return asdict(self.setup) | {
+            "threads": self.threads, "rounds": self.rounds, "warmup": self.warmup,
+            "torch": self.torch_version, "opacus": opacus.__version__,
+            "noise_multiplier": NOISE_MULTIPLIER, "clip_norm": CLIP_NORM, "memory_steps": MEMORY_STEPS,
+            "memory_mode": self.memory_mode, "memory": memory_method(self.setup.device, self.memory_mode),
+            "targets": {"time_ratio": TARGET_TIME_RATIO, "memory_ratio": TARGET_MEMORY_RATIO},
+            "methods": methods, "cross_check": self.cross_check,
+        }
+
+
+def run_bench(setup: BenchSetup, methods: list[str], rounds: int = 5, warmup: int = 1, threads: int = 1, memory: str = "live") -> BenchResult:
+    setup.settings()  # bad names and sizes fail before anything runs
+    names = ["nonprivate"] + [name for name in dict.fromkeys(methods) if name != "nonprivate"]
+    for name in names:
+        if name not in METHOD_CLASSES:
+            raise DpvipInputError(f"method '{name}' is not one of {', '.join(METHODS)}")
+    if rounds < 1 or warmup < 0:
+        raise DpvipInputError(f"rounds {rounds} must be positive and warm-up {warmup} not negative")
+    if memory not in MEMORY_MODES:
+        raise DpvipInputError(f"memory mode '{memory}' is not one of {', '.join(MEMORY_MODES)}")
+    if setup.device.startswith("cuda") and not torch.cuda.is_available():
+        raise DpvipInputError(f"device {setup.device} is not available")
+    torch.set_num_threads(threads)
+    with warnings.catch_warnings():
+        for message in EXPECTED_WARNINGS:
+            warnings.filterwarnings("ignore", message=message)
+        if setup.device.startswith("cuda"):
+            peak = cuda_peak_growth(names, setup)
+            methods, images, noise = make_methods(names, setup)
+            runners = {name: LocalRunner(method, images, noise) for name, method in methods.items()}
+        else:  # this process computes nothing: it forks and commands
+            peak = cpu_peak_growth(names, setup, threads, memory)
+            runners = {}
+            try:
+                for name in names:
+                    runners[name] = ProcessRunner(name, setup, threads)
+            except BaseException:
+                for runner in runners.values():
+                    runner.close()
+                raise
+        try:
+            checked = cross_check(runners)  # before any step: every copy of the model still equal
+            samples = time_methods(runners, rounds, warmup)
+        finally:
+            for runner in runners.values():
+                runner.close()
+    return BenchResult(setup, threads, rounds, warmup, samples, peak, checked, memory)
+
+
+def format_result(result: BenchResult) -> str:
+    s = result.setup
+    lines = [
+        f"DP training step, MAE {s.model} {s.image_size} px patch {s.patch_size}, batch {s.batch}"
+        + (f" (DP micro-batch {s.micro_batch})" if s.micro_batch else "")
+        + f", {s.device}, {result.threads} thread(s), torch {result.torch_version}",
+        f"AdamW; DP: flat L2 clip C={CLIP_NORM}, noise multiplier {NOISE_MULTIPLIER}.",
+        f"time: median of {result.rounds} round-robin rounds (order rotated per round) after {result.warmup} warm-up step(s) per method, "
+        + ("in this process" if s.device.startswith("cuda") else "each method in its own forked process")
+        + "; wall (s/step) and process CPU time (CPU s)",
+        f"memory: {memory_method(s.device, result.memory_mode)}",
+        f"targets (DESIGN.md): ours <= {TARGET_TIME_RATIO}x time, <= {TARGET_MEMORY_RATIO}x memory of nonprivate",
+        "",
+        f"{'method':<14} {'s/step':>9} {'time':>7} {'CPU s':>8} {'CPU':>7} {'peak MB':>9} {'memory':>7}",
+    ]
+
+    def ratio_text(ratio: float | None) -> str:
+        return f"{ratio:6.2f}x" if ratio is not None else f"{'n/a':>7}"
+
+    for name in result.samples:
+        peak, cpu = result.peak_bytes.get(name), result.cpu_median(name)
+        peak_text = f"{peak / 2**20:9.1f}" if peak is not None else f"{'n/a':>9}"
+        cpu_text = f"{cpu:8.4f}" if cpu is not None else f"{'n/a':>8}"
+        lines.append(
+            f"{name:<14} {result.median(name):9.4f} {result.time_ratio(name):6.2f}x {cpu_text} {ratio_text(result.cpu_time_ratio(name))}"
+            f" {peak_text} {ratio_text(result.memory_ratio(name))}"
+        )
+    if result.cross_check:
+        reference = result.cross_check["reference"]
+        lines.append("")
+        lines.append(f"clipped sums (no noise) vs {reference}, max relative difference:")
+        for name, value in result.cross_check.items():
+            if name != "reference":
+                lines.append(f"  {name:<14} {value:.2e}")
+    return "\n".join(lines)

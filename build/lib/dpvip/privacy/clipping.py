@@ -1,0 +1,245 @@
+"""The sum of per-example clipped gradients of a whole model, in one forward and one
+backward pass.
+
+Every layer that owns trainable parameters is watched during the forward pass: its input
+(activations) and its output's gradient edge are kept (not the output tensor, which is
+freed as usual). One backward pass then asks autograd for the gradient of the summed
+per-example losses with respect to those outputs only (backprops), so autograd never forms
+the unclipped parameter gradient. From activations and backprops, per layer:
+
+- Linear layers (most of a ViT's parameters), with T tokens, `in` inputs and `out` outputs:
+  when T (in + out) < in * out, each example's squared weight-gradient norm ||G_i^T A_i||^2
+  is computed as <A_i A_i^T, G_i G_i^T> (the "ghost norm", T^2 (in + out) operations instead
+  of T in out) and the clipped sum is one matmul, (c * G)^T A, as in Bu et al.'s book-keeping
+  clipping. Otherwise the per-example gradients are formed, which then costs no more memory
+  than the activations and backprops they replace, and the clipped sum is their weighted sum.
+- Other layers (LayerNorm, GroupNorm, Conv2d: the ViT patch embedding, DP-RandP's GroupNorm
+  WRN-16-4): per-example gradients from opacus' grad samplers, their norms, and a weighted
+  sum. Every layer type opacus has a grad sampler for is accepted this way.
+
+Augmentation multiplicity (`views=K`, De et al. 2022, used by DP-RandP Phases II/III): the
+loss rows are K augmented views per example, example-major (rows iK ... iK + K - 1 are
+example i), and an example's gradient is the MEAN of its K views' gradients, clipped as one.
+The loss sum is divided by K before the backward pass, so backprops are already averaged;
+a Linear layer then treats an example's K views as K times the tokens (G_i^T A_i sums over
+them), and the sampled layers sum their K per-row gradients.
+
+The clip is flat over the whole model: c_i = min(1, C / (||g_i|| + 1e-6)), opacus' factor.
+A per-example loss must depend on its own example only (no batch statistics), as in MAE.
+Each parameter must belong to one layer and be used by calling that layer: a weight shared
+by two layers is refused, and a layer's weight used outside its forward (F.linear(x,
+layer.weight)) is not seen, so models are written with layers called once each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from opacus.grad_sample import GradSampleModule
+from torch import nn
+
+from dpvip.errors import DpvipInputError
+
+CLIP_EPSILON = 1e-6  # opacus' guard against division by a zero norm
+
+
+def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
+    """min(1, C / (norm + 1e-6)) per example."""
+    return (clip_norm / (norms + CLIP_EPSILON)).clamp(max=1.0)
+
+
+@dataclass
+class _Call:
+    """One layer's forward call: its input and its output's gradient edge, then its backprops."""
+
+    activations: torch.Tensor
+    output: torch.autograd.graph.GradientEdge  # not the tensor: that is freed as usual
+    backprops: torch.Tensor | None = None
+    views: int = 1  # rows per example: an example's rows are consecutive
+    parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
+
+
+def _as_tokens(tensor: torch.Tensor, views: int = 1) -> torch.Tensor:
+    """(examples, tokens, features) in fp32, whatever the leading shape; an example's
+    `views` consecutive rows become one example with `views` times the tokens."""
+    return tensor.reshape(tensor.shape[0] // views, -1, tensor.shape[-1]).float()
+
+
+def _squares(per_example: torch.Tensor) -> torch.Tensor:
+    """Per-example squared L2 norms, in one fused reduction (no squared temporary)."""
+    return torch.linalg.vector_norm(per_example.reshape(per_example.shape[0], -1), dim=1).square()
+
+
+def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, call: _Call) -> list:
+    """Squared norms of a layer whose weight gradient is G_i^T A_i over tokens (Linear, and
+    Conv2d on unfolded patches); keeps what the clipped sum needs in `call.parts`."""
+    tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
+    squared = []
+    if layer.weight.requires_grad:
+        if tokens * (fan_in + fan_out) < fan_in * fan_out:
+            batch = a.shape[0]
+            squared.append(torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).view(batch, -1), torch.bmm(g, g.transpose(1, 2)).view(batch, -1)))
+            call.parts["weight"] = ("ghost", a, g)
+        else:
+            per_example = torch.bmm(g.transpose(1, 2), a)
+            squared.append(_squares(per_example))
+            call.parts["weight"] = ("formed", per_example)
+    if layer.bias is not None and layer.bias.requires_grad:
+        per_example = g.sum(1)
+        squared.append(_squares(per_example))
+        call.parts["bias"] = ("formed", per_example)
+    return squared
+
+
+def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
+    return _token_squared_norms(layer, _as_tokens(call.activations, call.views), _as_tokens(call.backprops, call.views), call)
+
+
+def _conv_squared_norms(layer: nn.Conv2d, call: _Call) -> list:
+    """A convolution is a Linear layer on its input's unfolded patches: tokens are output
+    positions (times the views), features the in-channels x kernel positions, in the order
+    of the weight's (in, kh, kw) flattening."""
+    patches = F.unfold(call.activations, layer.kernel_size, layer.dilation, layer.padding, layer.stride)
+    a = _as_tokens(patches.transpose(1, 2), call.views)
+    g = _as_tokens(call.backprops.flatten(2).transpose(1, 2), call.views)
+    return _token_squared_norms(layer, a, g, call)
+
+
+def _linear_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor, sums: dict) -> None:
+    """Adds the layer's clipped sums into `sums[param]` (fp32, in place, no temporaries)."""
+    for name, part in call.parts.items():
+        total = sums[getattr(layer, name)]
+        if part[0] == "ghost":
+            a, g = part[1], part[2]
+            if a.shape[2] < g.shape[2]:  # scale the smaller operand
+                a = a * factors[:, None, None]
+            else:
+                g = g * factors[:, None, None]
+            total.view(total.shape[0], -1).addmm_(g.reshape(-1, g.shape[2]).T, a.reshape(-1, a.shape[2]))
+        else:
+            per_example = part[1]
+            total.view(-1).addmv_(per_example.reshape(per_example.shape[0], -1).T, factors)
+
+
+def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
+    """Per-example gradients from opacus' grad sampler for the layer's type."""
+    sampler = GradSampleModule.GRAD_SAMPLERS[type(layer)]
+    per_example = sampler(layer, [call.activations], call.backprops)
+    # Per row, then summed over an example's views (the backprops already carry the 1 / K).
+    call.parts = {param: grad.float().unflatten(0, (-1, call.views)).sum(1) for param, grad in per_example.items()}
+    return [_squares(grad) for grad in call.parts.values()]
+
+
+def _sampled_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor, sums: dict) -> None:
+    for param, grad in call.parts.items():
+        sums[param].view(-1).addmv_(grad.reshape(grad.shape[0], -1).T, factors)
+
+
+def _plain_conv(layer: nn.Module) -> bool:
+    return type(layer) is nn.Conv2d and layer.groups == 1 and layer.padding_mode == "zeros" and not isinstance(layer.padding, str)
+
+
+def _rules(layer: nn.Module):
+    if isinstance(layer, nn.Linear):
+        return _linear_squared_norms, _linear_add_clipped_sum
+    if _plain_conv(layer):
+        return _conv_squared_norms, _linear_add_clipped_sum
+    return _sampled_squared_norms, _sampled_add_clipped_sum
+
+
+class ClippedGradientSum:
+    """Accumulates sum_i clip_C(grad l_i) of `model` over micro-batches into `self.sums`
+    (fp32, one tensor per trainable parameter, in `self.params` order).
+
+    With `views=K`, the losses of `add` have K rows per example (example-major) and grad l_i
+    is the mean over its K rows (augmentation multiplicity)."""
+
+    def __init__(self, model: nn.Module, clip_norm: float, views: int = 1):
+        if not clip_norm > 0:
+            raise DpvipInputError(f"clip norm {clip_norm} must be positive")
+        if not (isinstance(views, int) and views >= 1):
+            raise DpvipInputError(f"views per example must be a positive integer, not {views!r}")
+        self.model, self.clip_norm, self.views = model, float(clip_norm), views
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.layers = self._watched_layers()
+        self._calls: dict[nn.Module, _Call] = {}
+        self._recording = False
+        self._handles = [layer.register_forward_hook(self._keep) for layer in self.layers]
+        self.sums = [torch.zeros_like(p, dtype=torch.float32) for p in self.params]
+        self._sum_of = {param: total for param, total in zip(self.params, self.sums)}
+        self._layer_rules = {layer: _rules(layer) for layer in self.layers}
+        self.examples = 0
+
+    def _watched_layers(self) -> list[nn.Module]:
+        """The layers owning trainable parameters, each parameter owned by exactly one of
+        them (a per-layer norm cannot account for a weight shared by two layers)."""
+        layers, owners = [], {}
+        for name, layer in self.model.named_modules():
+            own = {f"{name}.{key}" if name else key: p for key, p in layer.named_parameters(recurse=False) if p.requires_grad}
+            if not own:
+                continue
+            if not isinstance(layer, nn.Linear) and type(layer) not in GradSampleModule.GRAD_SAMPLERS:
+                raise DpvipInputError(f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule for its parameters {', '.join(own)}")
+            for key, param in own.items():
+                if id(param) in owners:
+                    raise DpvipInputError(f"parameter '{key}' is shared with '{owners[id(param)]}'; per-example clipping needs each parameter in one layer")
+                owners[id(param)] = key
+            layers.append(layer)
+        return layers
+
+    def _keep(self, layer: nn.Module, inputs: tuple, output: torch.Tensor) -> None:
+        if not self._recording:
+            return
+        if layer in self._calls:
+            raise DpvipInputError(f"layer {type(layer).__name__} ran twice in one forward pass; per-example clipping needs one call per layer")
+        # The output's gradient edge, not the output: the tensor itself is freed as usual.
+        self._calls[layer] = _Call(inputs[0].detach(), torch.autograd.graph.get_gradient_edge(output))
+
+    def add(self, per_example_losses: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run `per_example_losses()` (a forward pass returning one loss per example), add the
+        clipped gradients of its examples to the sums; returns (losses, unclipped norms).
+        With `views=K` the losses are K rows per example and the norms one per example."""
+        self._calls.clear()
+        self._recording = True
+        try:
+            losses = per_example_losses()
+        finally:
+            self._recording = False
+        calls = [(layer, call) for layer, call in self._calls.items()]
+        self._calls.clear()
+        if losses.shape[0] % self.views:
+            raise DpvipInputError(f"{losses.shape[0]} loss rows are not {self.views} views per example")
+        examples = losses.shape[0] // self.views
+        if losses.numel() == 0:
+            return losses.detach(), losses.detach().float()
+        # Dividing by K makes every backprop, hence every per-example gradient, a mean over views.
+        total = losses.sum() if self.views == 1 else losses.sum() / self.views
+        backprops = list(torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True))
+        squared = []
+        for k, (layer, call) in enumerate(calls):
+            call.output, call.backprops, backprops[k] = None, backprops[k], None  # one reference each
+            call.views = self.views
+            if call.backprops is not None:  # a layer the loss did not use contributes nothing
+                squared += self._layer_rules[layer][0](layer, call)
+            call.activations = call.backprops = None  # `parts` keeps what the sum needs
+        norms = torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(examples, device=losses.device)
+        factors = clip_factors(norms, self.clip_norm)
+        for layer, call in calls:
+            if call.parts:
+                self._layer_rules[layer][1](layer, call, factors, self._sum_of)
+            call.parts = {}
+        self.examples += examples
+        return losses.detach(), norms
+
+    def reset(self) -> None:
+        for total in self.sums:
+            total.zero_()
+        self.examples = 0
+
+    def close(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []

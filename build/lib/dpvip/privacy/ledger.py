@@ -1,0 +1,94 @@
+"""The privacy ledger of a DP training run: its mechanism, its budget and what it has spent.
+
+The noise multiplier is calibrated from (epsilon, delta, q, T) with the run's accountant
+before the first step (or, for DP fine-tuning, given: the budget is then the epsilon its T
+steps spend) and recorded; every checkpoint and metrics record carries the ledger.
+A step is charged before it is taken, and a run refuses a step past its planned T (the
+calibration makes T steps spend at most the target epsilon), so it never exceeds its budget.
+A resumed run continues the stored ledger and refuses other q, sigma, C or accountant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from dpvip.errors import DpvipInputError
+from dpvip.privacy import accounting
+
+
+class BudgetExceeded(DpvipInputError):
+    """A step would spend more than the run's budget."""
+
+
+@dataclass(frozen=True)
+class PrivacyLedger:
+    accountant: str
+    sample_rate: float
+    noise_multiplier: float
+    clip_norm: float
+    delta: float
+    target_epsilon: float
+    planned_steps: int
+    steps_done: int = 0
+
+    # What a resumed run must share with the stored ledger.
+    MECHANISM = ("accountant", "sample_rate", "noise_multiplier", "clip_norm", "delta", "target_epsilon", "planned_steps")
+
+    @classmethod
+    def calibrate(cls, accountant: str, sample_rate: float, steps: int, target_epsilon: float, delta: float, clip_norm: float) -> PrivacyLedger:
+        """The ledger of a new run: sigma from the accountant, before any step."""
+        calibration = accounting.noise_multiplier(sample_rate, steps, target_epsilon, delta, accountant)
+        return cls(accountant, sample_rate, calibration.noise_multiplier, clip_norm, delta, target_epsilon, steps)
+
+    @classmethod
+    def for_noise(cls, accountant: str, sample_rate: float, noise_multiplier: float, steps: int, delta: float, clip_norm: float) -> PrivacyLedger:
+        """The ledger of a new run whose sigma is given, not calibrated (ViP's DP fine-tuning):
+        its budget is the epsilon that its planned steps spend."""
+        budget = _epsilon(accountant, sample_rate, noise_multiplier, steps, delta)
+        return cls(accountant, sample_rate, noise_multiplier, clip_norm, delta, budget, steps)
+
+    def epsilon_spent(self) -> float:
+        if self.steps_done == 0:
+            return 0.0
+        return _epsilon(self.accountant, self.sample_rate, self.noise_multiplier, self.steps_done, self.delta)
+
+    def charge(self, steps: int = 1) -> PrivacyLedger:
+        """The ledger after `steps` more steps; refuses to go past the planned steps."""
+        if self.steps_done + steps > self.planned_steps:
+            raise BudgetExceeded(
+                f"step {self.steps_done + steps} would exceed the privacy budget: epsilon {self.target_epsilon} "
+                f"at delta {self.delta:.3g} allows {self.planned_steps} steps at q={self.sample_rate:.6g}, sigma={self.noise_multiplier:.6g}"
+            )
+        return replace(self, steps_done=self.steps_done + steps)
+
+    def record(self) -> dict:
+        """The ledger with the epsilon spent so far, for checkpoints and metrics."""
+        return asdict(self) | {"epsilon_spent": self.epsilon_spent()}
+
+    @classmethod
+    def from_record(cls, record: dict) -> PrivacyLedger:
+        return cls(**{key: record[key] for key in (*cls.MECHANISM, "steps_done")})
+
+    def resumed(self, record: dict, step: int, where: str) -> PrivacyLedger:
+        """The stored ledger `record` of checkpoint `where`, whose run is at `step`, after
+        checking it has this ledger's mechanism and has counted exactly `step` steps."""
+        stored = PrivacyLedger.from_record(record)
+        self.check_resume(stored, where)
+        if stored.steps_done != step:
+            raise DpvipInputError(f"{where}: its ledger counts {stored.steps_done} steps, its state {step}")
+        return stored
+
+    def check_resume(self, stored: PrivacyLedger, where: str) -> None:
+        """Refuse to continue `stored` (from checkpoint `where`) with another mechanism."""
+        for key in self.MECHANISM:
+            if getattr(stored, key) != getattr(self, key):
+                raise DpvipInputError(
+                    f"{where} was trained with {key} {getattr(stored, key)!r}, not {getattr(self, key)!r}: "
+                    "resuming with another mechanism would break its privacy accounting; delete it to start over"
+                )
+
+
+def _epsilon(accountant: str, sample_rate: float, sigma: float, steps: int, delta: float) -> float:
+    # Logs, checkpoints and the final record ask for the same steps: accounting keeps its answers (dpvip.memo).
+    mechanism = accounting.Mechanism(sample_rate, sigma, steps)
+    return accounting.epsilon([mechanism], delta, accountant).epsilon

@@ -1,0 +1,64 @@
+"""Poisson sampling over a dataset, as the accountant assumes: at every step every example is
+included independently with probability q.
+
+The index range is cut into fixed blocks of `BLOCK` examples; the inclusions of a block at a
+step are drawn from their own generator, seeded by (seed, step, block), and block b is drawn
+by rank b mod world. So ranks draw independently (each from its own streams), every example
+is decided exactly once per step, and the global batch is the same whatever the number of
+ranks: a run on 2 GPUs samples what a run on 1 samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from dpvip.errors import DpvipInputError
+from dpvip.seeds import derive
+
+BLOCK = 1024
+# Seed domains, so the inclusion draws, the examples' draws and the noise never share a seed.
+INCLUSION, EXAMPLE, NOISE = 1, 2, 3
+
+
+def example_seed(run_seed: int, step: int, index: int) -> int:
+    """The seed of one example's random draws (augmentation, MAE mask) at one step."""
+    return derive(run_seed, EXAMPLE, step, index)
+
+
+class PoissonBatches:
+    """Batch sampler yielding this rank's examples of each step in [start_step, total_steps)
+    as [(index, seed)]; the realised global batch size is Binomial(n, q)."""
+
+    def __init__(self, num_samples: int, sample_rate: float, total_steps: int, seed: int, rank: int = 0, world: int = 1, start_step: int = 0):
+        if not 0 < sample_rate <= 1:
+            raise DpvipInputError(f"sample rate {sample_rate} is outside (0, 1]")
+        if num_samples < 1:
+            raise DpvipInputError("Poisson sampling needs a dataset with at least one example")
+        self.num_samples, self.sample_rate, self.total_steps = num_samples, sample_rate, total_steps
+        self.seed, self.rank, self.world, self.start_step = seed, rank, world, start_step
+
+    def blocks(self) -> range:
+        """The blocks this rank draws."""
+        return range(self.rank, -(-self.num_samples // BLOCK), self.world)
+
+    def indices(self, step: int) -> np.ndarray:
+        """This rank's included examples at `step`, in increasing order."""
+        chosen = []
+        for block in self.blocks():
+            start = block * BLOCK
+            size = min(BLOCK, self.num_samples - start)
+            draws = np.random.default_rng(derive(self.seed, INCLUSION, step, block)).random(size)
+            chosen.append(start + np.flatnonzero(draws < self.sample_rate))
+        return np.concatenate(chosen) if chosen else np.empty(0, dtype=np.int64)
+
+    def rank_batch(self, step: int) -> list[tuple[int, int]]:
+        return [(int(index), example_seed(self.seed, step, int(index))) for index in self.indices(step)]
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        for step in range(self.start_step, self.total_steps):
+            yield self.rank_batch(step)
+
+    def __len__(self) -> int:
+        return max(0, self.total_steps - self.start_step)

@@ -1,0 +1,114 @@
+"""The DP step: the one place where a DP training loop of dpvip spends privacy.
+
+Every DP path (DP-MAE pre-training, DP fine-tuning, DP-RandP Phases II/III, Mehta et al.'s
+head and DP-RandP's private probe) takes its steps through a `DPStep`, which in order:
+
+1. charges the ledger (before the noisy gradient exists; a step past the budget is refused);
+2. draws the step's Poisson batch (`batch`; the rate is the ledger's q);
+3. adds each micro-batch's per-example clipped gradients to a sum (`ClippedGradientSum`,
+   with augmentation multiplicity when the clipper has views);
+4. sums over ranks, adds N(0, (sigma C)^2) once, sigma and C being the ledger's, and divides
+   by the expected batch q n (`privatize`);
+5. writes the result into `.grad` and steps the optimizer.
+
+The noise of step t comes from a generator seeded by (run seed, NOISE, t) and the batch
+from (run seed, INCLUSION, t, block): both are derived here, from the run's seed.
+
+Without a ledger (DP-RandP's epsilon inf) the step clips without noise, at the sample rate
+it is given: what the paper's non-private column does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from dpvip.errors import DpvipInputError
+from dpvip.privacy.clipping import ClippedGradientSum
+from dpvip.privacy.ledger import PrivacyLedger
+from dpvip.privacy.noise import noise_generator, privatize
+from dpvip.privacy.optimizers import set_gradients
+from dpvip.privacy.sampling import NOISE, PoissonBatches
+from dpvip.seeds import derive
+
+Losses = Callable[[], torch.Tensor]  # a forward pass: per-example losses (K rows each with K views)
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one step saw (not privatised: diagnostics for logs, never released)."""
+
+    loss_sum: float  # sum over examples of their losses (mean over an example's views)
+    examples: int  # this rank's realised batch
+    clipped: int  # examples whose gradient norm exceeded C
+
+
+class DPStep:
+    """Steps of one DP run. `clipper` and `optimizer` may be replaced between steps (DP-RandP
+    changes both between its phases); the ledger, sampler and noise stay the run's."""
+
+    def __init__(
+        self,
+        clipper: ClippedGradientSum,
+        optimizer: torch.optim.Optimizer,
+        ledger: PrivacyLedger | None,
+        examples: int,
+        seed: int,
+        *,
+        sample_rate: float | None = None,
+        steps: int | None = None,
+        rank: int = 0,
+        world: int = 1,
+        all_reduce: Callable[[torch.Tensor], None] = lambda flat: None,
+        autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+    ):
+        if ledger is not None:
+            sample_rate, steps = ledger.sample_rate, ledger.planned_steps
+        elif sample_rate is None or steps is None:
+            raise DpvipInputError("a DP step without a ledger needs its sample rate and steps")
+        self.clipper, self.optimizer, self.ledger = clipper, optimizer, ledger
+        self.sampler = PoissonBatches(examples, sample_rate, steps, seed, rank, world)
+        self.expected_batch_size = sample_rate * examples
+        self.noise_seed = derive(seed, NOISE)
+        self.all_reduce, self.autocast = all_reduce, autocast
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self.ledger.noise_multiplier if self.ledger is not None else 0.0
+
+    @property
+    def full_batch(self) -> bool:
+        return self.sampler.sample_rate == 1.0
+
+    def batch(self, step: int) -> np.ndarray:
+        """This rank's examples at `step` (indices, increasing)."""
+        return self.sampler.indices(step)
+
+    def __call__(self, step: int, micro_batches: Iterable[Losses]) -> StepReport:
+        """Step `step` on `micro_batches` (this rank's examples of `batch(step)`, as forward
+        passes returning per-example losses)."""
+        clipper = self.clipper
+        if self.ledger is not None:
+            if clipper.clip_norm != self.ledger.clip_norm:
+                raise DpvipInputError(f"the clipper's norm {clipper.clip_norm} is not the ledger's {self.ledger.clip_norm}")
+            self.ledger = self.ledger.charge()  # before the noisy gradient exists
+        clipper.reset()
+        device = clipper.sums[0].device if clipper.sums else torch.device("cpu")
+        # Summed on the device, read once at the end: no synchronisation per micro-batch.
+        loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+        clipped = torch.zeros((), dtype=torch.int64, device=device)
+        for losses_of in micro_batches:
+            with self.autocast():
+                losses, norms = clipper.add(losses_of)
+            loss_sum += losses.sum().double() / clipper.views
+            clipped += (norms > clipper.clip_norm).sum()
+        generator = noise_generator(self.noise_seed, step, device)
+        gradients = privatize(clipper.sums, self.noise_multiplier, clipper.clip_norm, self.expected_batch_size, generator, self.all_reduce)
+        set_gradients(clipper.params, gradients)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return StepReport(float(loss_sum), clipper.examples, int(clipped))

@@ -1,0 +1,204 @@
+"""DP-RandP Phases II and III: DP-SGD on the classifier head of the (Phase I) network, then
+on the whole network, under one privacy budget.
+
+One ledger covers the whole run: sigma is calibrated (PRV by default, as the paper) for all
+`steps` at q = B / n and (epsilon, delta); Phase II spends the first `phase2_steps` steps
+of it and Phase III the rest, so the two phases together spend exactly the run's epsilon,
+and the share of Phase II is the accountant's epsilon after `phase2_steps` steps (the
+x-axis of the paper's Fig. 6). Epsilon inf is clipping without noise (no ledger).
+
+Each step: the ledger is charged; a Poisson batch is drawn; each example gets K augmented
+views from its own seed (`augmult`); its gradient is the mean over its views, clipped to C
+as one (`ClippedGradientSum(views=K)`); the sum gets N(0, sigma^2 C^2) once and is divided
+by B; SGD steps; the EMA of the weights is updated. The EMA model is what is reported.
+In Phase II only the head is trainable: the frozen body has no gradient, and with
+GroupNorm (no BatchNorm anywhere) no batch statistic mixes examples in either phase.
+The run's state is saved every `checkpoint_every` steps and at the end; a rerun resumes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from dpvip.errors import DpvipInputError
+from dpvip.evaluate.accuracy import classifier_accuracy
+from dpvip.files import sha256
+from dpvip.models.wrn import WideResNet
+from dpvip.privacy.clipping import ClippedGradientSum
+from dpvip.privacy.ema import EMA
+from dpvip.privacy.ledger import PrivacyLedger
+from dpvip.privacy.optimizers import make_optimizer
+from dpvip.privacy.sampling import example_seed
+from dpvip.privacy.step import DPStep
+from dpvip.randp.augmult import augmult_views
+from dpvip.randp.private_settings import PrivateSettings
+from dpvip.train import checkpoint
+from dpvip.train.stop import StopRequest
+from dpvip.train.settings import first_difference
+
+
+def fresh_network(model: str, classes: int, seed: int) -> WideResNet:
+    """A randomly initialised network (the cold start), its head zeroed like the warm one's."""
+    torch.manual_seed(seed)
+    network = WideResNet(model, classes)
+    nn.init.zeros_(network.classifier.weight)
+    nn.init.zeros_(network.classifier.bias)
+    return network
+
+
+def check_no_batchnorm(network: nn.Module) -> None:
+    for name, layer in network.named_modules():
+        if isinstance(layer, nn.modules.batchnorm._BatchNorm):
+            raise DpvipInputError(f"layer '{name}' is a BatchNorm: its batch statistics mix examples, which DP training cannot have")
+
+
+class PrivateTraining:
+    def __init__(self, settings: PrivateSettings, splits: dict, network: nn.Module, run_dir: str | Path, init: str | Path | None = None, progress: bool = True):
+        settings.check()
+        check_no_batchnorm(network)
+        self.settings, self.splits, self.network, self.progress = settings, splits, network, progress
+        self.train = splits["train"]
+        self.examples = len(self.train)
+        self.sample_rate = settings.sample_rate(self.examples)
+        ledger = None
+        if settings.private:
+            ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta, settings.clip_norm)
+        self.state_path = Path(run_dir) / "state.pt"
+        self.init = str(init) if init else "random"
+        self.init_fingerprint = sha256(init) if init else "random"
+        self.ema = EMA(network, settings.ema_decay)
+        self.device = next(network.parameters()).device
+        self.step, self.curve, self.clipped = 0, [], 0
+        self.phase = None  # (phase, clipper, optimizer) of the current phase
+        self.dp_step: DPStep | None = None  # made with the first phase's clipper; the run's ledger and noise
+        self._ledger = ledger
+
+    @property
+    def ledger(self) -> PrivacyLedger | None:
+        return self.dp_step.ledger if self.dp_step else self._ledger
+
+    def fingerprint(self) -> dict:
+        return {"settings": self.settings.fingerprint(), "init": self.init_fingerprint, "examples": self.examples}
+
+    # --- phases ----------------------------------------------------------------------------
+    def _enter(self, phase: int) -> None:
+        """Make the head (phase 2) or everything (phase 3) trainable, with its own clipper
+        and SGD optimizer."""
+        if self.phase and self.phase[0] == phase:
+            return
+        if self.phase:
+            self.phase[1].close()
+        for name, param in self.network.named_parameters():
+            param.requires_grad_(phase == 3 or name.startswith("classifier."))
+        s = self.settings
+        clipper = ClippedGradientSum(self.network, s.clip_norm, views=s.augmult)
+        optimizer = make_optimizer("sgd", clipper.params, s.lr_phase2 if phase == 2 else s.lr_phase3, momentum=s.momentum)
+        self.phase = (phase, clipper, optimizer)
+        if self.dp_step is None:
+            self.dp_step = DPStep(clipper, optimizer, self._ledger, self.examples, s.seed, sample_rate=self.sample_rate, steps=s.steps)
+        self.dp_step.clipper, self.dp_step.optimizer = clipper, optimizer
+
+    def _micro_batches(self, chosen):
+        """Forward passes over the chosen examples' augmented views (seeded per example and step)."""
+        s = self.settings
+        for start in range(0, len(chosen), s.micro_batch):
+            indices = chosen[start : start + s.micro_batch]
+            seeds = [example_seed(s.seed, self.step, int(i)) for i in indices]
+            views = augmult_views(self.train.images[indices].to(self.device), seeds, s.augmult, s.padding)
+            labels = self.train.labels[indices].to(self.device).repeat_interleave(s.augmult)
+            yield lambda: F.cross_entropy(self.network(views), labels, reduction="none")
+
+    def _step(self) -> float:
+        self._enter(2 if self.step < self.settings.phase2_steps else 3)
+        self.network.train()
+        chosen = self.dp_step.batch(self.step)
+        report = self.dp_step(self.step, self._micro_batches(chosen))
+        self.clipped += report.clipped
+        self.ema.update(self.step)
+        self.step += 1
+        self.curve.append({"step": self.step, "phase": self.phase[0], "loss": report.loss_sum / max(1, len(chosen)), "batch_size": len(chosen)})
+        return self.curve[-1]["loss"]
+
+    # --- state -----------------------------------------------------------------------------
+    def save_state(self) -> None:
+        phase = self.phase
+        state = {
+            "fingerprint": self.fingerprint(), "step": self.step, "network": self.network.state_dict(), "ema": self.ema.state_dict(),
+            "optimizer": phase[2].state_dict() if phase else None, "phase": phase[0] if phase else None,
+            # the ledger's mechanism and steps; its epsilon is computed once, for the result
+            "curve": self.curve, "clipped": self.clipped, "privacy": dataclasses.asdict(self.ledger) if self.ledger else None,
+        }
+        checkpoint.save_atomic(state, self.state_path)
+
+    def resume(self) -> None:
+        if not self.state_path.is_file():
+            return
+        state = checkpoint.load(self.state_path)
+        difference = first_difference(state["fingerprint"], self.fingerprint())
+        if difference:
+            raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete it to start over")
+        if self._ledger:
+            self._ledger = self._ledger.resumed(state["privacy"], state["step"], str(self.state_path))
+        self.network.load_state_dict(state["network"])
+        self.ema.load_state_dict(state["ema"])
+        if state["phase"]:
+            self._enter(state["phase"])
+            self.phase[2].load_state_dict(state["optimizer"])
+        self.step, self.curve, self.clipped = state["step"], list(state["curve"]), state["clipped"]
+        if self.progress:
+            print(f"resuming {self.state_path.parent} at step {self.step} of {self.settings.steps}", flush=True)
+
+    # --- the run ---------------------------------------------------------------------------
+    def run(self) -> dict:
+        self.resume()
+        started = time.perf_counter()
+        s = self.settings
+        with tqdm(total=s.steps, initial=self.step, desc="DP-RandP phases II/III", unit="step", disable=not self.progress) as bar, StopRequest() as stop:
+            while self.step < s.steps:
+                loss = self._step()
+                bar.update()
+                bar.set_postfix(phase=self.phase[0], loss=f"{loss:.3f}")
+                if self.step % s.checkpoint_every == 0 or self.step == s.steps or stop.requested:
+                    self.save_state()
+                if stop.requested and self.step < s.steps:
+                    raise SystemExit(f"stopped by SIGTERM at step {self.step} of {s.steps}; state saved in {self.state_path}")
+        if self.phase:
+            self.phase[1].close()
+        return self.result(time.perf_counter() - started)
+
+    def privacy_record(self) -> dict:
+        if not self.ledger:
+            return {"accountant": None, "sample_rate": self.sample_rate, "noise_multiplier": 0.0, "clip_norm": self.settings.clip_norm, "delta": None,
+                    "target_epsilon": None, "planned_steps": self.settings.steps, "steps_done": self.step, "epsilon_spent": None, "epsilon_phase2": None, "examples": self.examples}
+        phase2 = dataclasses.replace(self.ledger, steps_done=min(self.settings.phase2_steps, self.ledger.steps_done))
+        return self.ledger.record() | {"epsilon_phase2": phase2.epsilon_spent(), "examples": self.examples}
+
+    def accuracy(self, model: nn.Module) -> dict:
+        return {split: (100.0 * classifier_accuracy(model, self.splits[split]) if split in self.splits else None) for split in ("test", "validation")}
+
+    def result(self, seconds: float) -> dict:
+        s = self.settings
+        return {
+            "accuracy": self.accuracy(self.ema.averaged),
+            "accuracy_live": self.accuracy(self.network),
+            "privacy": self.privacy_record(),
+            "batch_size": s.batch_size, "augmult": s.augmult, "steps": s.steps, "lr_phase2": s.lr_phase2, "lr_phase3": s.lr_phase3,
+            "clipped_fraction": self.clipped / max(1, sum(point["batch_size"] for point in self.curve)),
+            "init_checkpoint": self.init,
+            "curve": self.curve,
+            "settings": s.fingerprint(),
+            "seconds": seconds,
+        }
+
+
+def train_private(settings: PrivateSettings, splits: dict, network: nn.Module, run_dir: str | Path, init: str | Path | None = None, progress: bool = True) -> dict:
+    """Run (or resume) Phases II and III of one run; returns its result (without the run's
+    identity and data facts, which the caller adds)."""
+    return PrivateTraining(settings, splits, network, run_dir, init, progress).run()

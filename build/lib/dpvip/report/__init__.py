@@ -1,0 +1,1 @@
+"""Tables, figures, paper values and the results bundle."""

@@ -1,0 +1,81 @@
+"""The results bundle: copies of tables and figures, provenance, and a SHA-256 manifest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dpvip.files import sha256
+from dpvip.report.provenance import provenance
+
+MANIFEST = "MANIFEST.sha256"
+
+
+def write_manifest(bundle: Path) -> Path:
+    """Hash every file under `bundle` (sha256sum format, sorted paths) into MANIFEST.sha256."""
+    files = sorted(p for p in bundle.rglob("*") if p.is_file() and p.name != MANIFEST)
+    lines = [f"{sha256(p)}  {p.relative_to(bundle).as_posix()}\n" for p in files]
+    manifest = bundle / MANIFEST
+    manifest.write_text("".join(lines))
+    return manifest
+
+
+def build_bundle(
+    bundle: str | Path,
+    sections: dict[str, list[str | Path]],
+    config: dict,
+    workflow_dir: str | Path,
+    benchmarks_dir: str | Path,
+) -> Path:
+    """Assemble `bundle`: each section's files copied to `bundle/<section>/`, then
+    provenance.json, then the manifest over everything. An existing bundle is replaced,
+    so the manifest never lists files of an older run."""
+    bundle = Path(bundle)
+    if bundle.exists():
+        shutil.rmtree(bundle)
+    for section, files in sections.items():
+        target = bundle / section
+        target.mkdir(parents=True, exist_ok=True)
+        for source in files:
+            shutil.copy2(source, target / Path(source).name)
+    record = provenance(config, workflow_dir, benchmarks_dir)
+    (bundle / "provenance.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return write_manifest(bundle)
+
+
+@dataclass
+class Verification:
+    missing: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.changed)
+
+
+def verify_bundle(bundle: str | Path) -> Verification:
+    """Compare every file listed in the manifest with its hash; list files it does not name."""
+    bundle = Path(bundle)
+    manifest = bundle / MANIFEST
+    result = Verification()
+    if not manifest.is_file():
+        result.missing.append(MANIFEST)
+        return result
+    listed = set()
+    for number, line in enumerate(manifest.read_text().splitlines(), start=1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64:
+            result.changed.append(f"{MANIFEST} (line {number} is malformed)")
+            continue
+        listed.add(name)
+        path = bundle / name
+        if not path.is_file():
+            result.missing.append(name)
+        elif sha256(path) != digest:
+            result.changed.append(name)
+    present = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
+    result.unlisted = sorted(present - listed - {MANIFEST})
+    return result

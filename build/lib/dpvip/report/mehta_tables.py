@@ -1,0 +1,145 @@
+"""Mehta et al.'s Tables 1-5: every printed row, the paper's value beside ours where one of
+our backbones stands in for the paper's model; the other rows keep the paper's value alone
+and a note says why (full fine-tuning is not this stage's; the JFT models are not public)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dpvip.report.paper_values import paper_table
+from dpvip.report.transfer_cells import Cell, feature_note, study_cells
+
+TITLES = {
+    "table1": "Mehta et al. Table 1: DP-SGD with momentum, last layer, per batch size (epsilon 10, delta 1e-6)",
+    "table2": "Mehta et al. Table 2: DP-LAMB, last layer, per batch size (epsilon 10, delta 1e-6)",
+    "table3": "Mehta et al. Table 3: scaling the model, DP-LAMB at the largest batch",
+    "table4": "Mehta et al. Table 4: one hyperparameter changed at a time (DP-LAMB, largest batch)",
+    "table5": "Mehta et al. Table 5: one full-batch DP-Adam step of the last layer, per epsilon",
+}
+NAN = math.nan
+
+
+def _model(paper_row: str) -> tuple[str, str]:
+    """'ResNet50x4 (BiT) / Last layer' -> ('ResNet50x4', 'Last layer')."""
+    model, _, tuning = paper_row.partition(" / ")
+    return model.replace(" (BiT)", "").strip(), tuning
+
+
+def _value(cell: Cell | None) -> float:
+    return cell.mean if cell else NAN
+
+
+def _our_row(paper_row: str, models: dict) -> str | None:
+    model, tuning = _model(paper_row)
+    return f"{model} / Last layer" if tuning == "Last layer" and model in models else None
+
+
+def _side_by_side(paper: pd.DataFrame, cells: dict, models: dict) -> pd.DataFrame:
+    rows = []
+    for paper_row in paper.index:
+        ours = _our_row(paper_row, models)
+        row = {"Model / Tuning type": paper_row, "stand-in": models[_model(paper_row)[0]] if ours else ""}
+        for column in paper.columns:
+            row[f"{column} (paper)"] = paper.loc[paper_row, column]
+            row[f"{column} (ours)"] = _value(cells.get((ours, column))) if ours else NAN
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _table3(paper: pd.DataFrame, cells: dict) -> pd.DataFrame:
+    frame = _side_by_side(paper, cells, {})
+    ours = sorted({row for row, _ in cells})
+    extra = []
+    for our_row in ours:
+        row = {"Model / Tuning type": our_row, "stand-in": our_row.removeprefix("Ours: ").split(" / ")[0]}
+        for column in paper.columns:
+            row[f"{column} (paper)"] = NAN
+            row[f"{column} (ours)"] = _value(cells.get((our_row, column)))
+        extra.append(row)
+    return pd.concat([frame, pd.DataFrame(extra)], ignore_index=True)
+
+
+def _table4(paper: pd.DataFrame, cells: dict) -> pd.DataFrame:
+    base = _value(cells.get(("No change", "Accuracy")))
+    rows = []
+    for change in paper.index:
+        ours = _value(cells.get((change, "Accuracy")))
+        rows.append({
+            "Change": change,
+            "Accuracy (paper)": paper.loc[change].get("Accuracy", NAN), "Delta (paper)": paper.loc[change].get("Delta", NAN),
+            "Accuracy (ours)": ours, "Delta (ours)": NAN if change == "No change" else ours - base,
+            "lr (ours)": cells[(change, "Accuracy")].lr if (change, "Accuracy") in cells else NAN,
+        })
+    return pd.DataFrame(rows)
+
+
+def _table5(paper: pd.DataFrame, cells: dict) -> pd.DataFrame:
+    rows = []
+    for dataset in paper.index:
+        row = {"Finetuning Dataset": dataset}
+        for column in paper.columns:
+            row[f"{column} (paper)"] = paper.loc[dataset, column]
+            row[f"{column} (ours)"] = _value(cells.get((dataset, column)))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _privacy_note(cells: dict) -> str:
+    sigmas = {}
+    for (row, column), cell in sorted(cells.items()):
+        privacy = cell.privacy
+        if privacy:
+            key = (cell.settings["batch_fraction"], privacy["planned_steps"])
+            sigmas[key] = (privacy["noise_multiplier"], privacy["epsilon_spent"], privacy["delta"], privacy["accountant"])
+    parts = [f"q {q:g}, T {t}: sigma {s:.3g} (epsilon {e:.3g} at delta {d:.1e}, {a})" for (q, t), (s, e, d, a) in sorted(sigmas.items())]
+    return "Noise, calibrated before training: " + "; ".join(parts) if parts else "No private run."
+
+
+def _lr_note(cells: dict) -> str:
+    chosen = sorted({f"{cell.settings['optimizer']} {cell.lr:g}" for cell in cells.values()})
+    seeds = sorted({cell.seeds for cell in cells.values()})
+    return f"Each cell: the best learning rate of the grid by mean test accuracy over {'/'.join(map(str, seeds))} seeds, as the paper tuned it (not accounted for in epsilon, as in the paper); chosen: {', '.join(chosen)}."
+
+
+def _not_reproduced(paper: pd.DataFrame, models: dict) -> list[str]:
+    notes = []
+    if any(_model(r)[1] == "Full" for r in paper.index):
+        notes.append("Full fine-tuning rows keep the paper's value only: this stage trains the last layer on cached features (ViP's DP fine-tuning of a whole encoder is in vip_table5).")
+    missing = sorted({_model(r)[0] for r in paper.index if _model(r)[1] == "Last layer" and _model(r)[0] not in models})
+    if missing:
+        notes.append(f"No stand-in for {', '.join(missing)}: the paper's JFT-300M/JFT-4B networks are not public and no network here plays their part; their rows keep the paper's value.")
+    return notes
+
+
+def mehta_table(table: str, results: dict, values: pd.DataFrame, section: dict, scale: str) -> tuple[pd.DataFrame, str, list[str]]:
+    """(frame, title, notes) of Mehta et al.'s `table` from its study's result file."""
+    paper = paper_table(values, "mehta", table)
+    cells = study_cells(results)
+    mehta = section["mehta"]
+    models = {k: v for k, v in mehta["models"].items() if v is not None}
+    if table in ("table1", "table2"):
+        frame = _side_by_side(paper, cells, models)
+    elif table == "table3":
+        frame = _table3(paper, cells)
+    elif table == "table4":
+        frame = _table4(paper, cells)
+    else:
+        frame = _table5(paper, cells)
+    stand_ins = ", ".join(f"{model} -> {backbone}" for model, backbone in models.items())
+    datasets = ", ".join(f"{name} -> {ours}" for name, ours in mehta["datasets"].items())
+    notes = [
+        f"Scale: {scale}. Ours: a linear head (zero init, bias -10 fixed, sigmoid cross-entropy, clip {mehta['clip_norm']:g}) trained on cached features of a frozen backbone.",
+        f"Stand-ins: models {stand_ins or 'none'}; the main network (paper: ViT-H/14-4B) is {mehta['main']}; datasets {datasets}.",
+        f"Batch sizes are fractions of n: {', '.join(f'{k} -> {v:g}' for k, v in mehta['batch_sizes'].items())} (2^k of ImageNet's 1,281,167); 'Best' is momentum SGD without privacy at {mehta['best']['batch_fraction']:g} of n.",
+        _lr_note(cells),
+        _privacy_note(cells),
+        feature_note(results),
+        *_not_reproduced(paper, models),
+    ]
+    if table == "table3":
+        notes.append("The paper's larger networks have no stand-in here; the 'Ours:' rows are every backbone of this workflow at the largest batch, so the table still shows how our backbones compare.")
+    if table == "table4":
+        notes.append(f"Resolution rows: the paper's {mehta['table4']['paper_resolution']} px is our {section['backbones'][mehta['main']]['image_size']} px; " + ", ".join(f"{k} -> {v} px" for k, v in mehta['table4']['resolutions'].items()) + ". The paper prints 'Random Chance' for the LeCun normal initialisation.")
+    return frame, TITLES[table], notes

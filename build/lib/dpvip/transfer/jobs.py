@@ -1,0 +1,113 @@
+"""The two kinds of DP transfer job: caching one feature set, and running one study (every
+run of one table or figure) on cached features. Shared by the workflow scripts and tests.
+
+A study job appends each finished run to `<out>.partial.jsonl` as it goes; a rerun after a
+crash or a kill skips the runs recorded there, so nothing computed is lost or recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from dpvip.files import sha256, write_json
+from dpvip.transfer.plan import FeatureSet, Run
+
+log = logging.getLogger(__name__)
+TEST_CROP = "center"  # the test split is always centre-cropped (Mehta et al.'s evaluation)
+
+
+def _device():
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _load_size(image_size: int, ratio: float) -> int:
+    return max(image_size, int(round(image_size * ratio)))
+
+
+def build_feature_cache(feature_set: FeatureSet, kind: str, checkpoint: str, dataset_spec: dict, section: dict, out_dir: str | Path) -> dict:
+    """Cache the features of `feature_set` (the `dp_transfer.features` config `section`):
+    train split under its crop (one view per epoch for an inception crop), test centre-cropped."""
+    from dpvip.evaluate.datasets import labelled_split
+    from dpvip.transfer.cache import cache_features
+    from dpvip.transfer.features import crop_views, load_extractor
+
+    size, ratios = feature_set.image_size, section["load_ratio"]
+    train, _, data = labelled_split(feature_set.dataset, dataset_spec, _load_size(size, ratios[feature_set.crop]))
+    _, test, _ = labelled_split(feature_set.dataset, dataset_spec, _load_size(size, ratios[TEST_CROP]))
+    test.images = crop_views(test.images, size, TEST_CROP, 0, None, 0)
+    augment = lambda images, view, indices: crop_views(images, size, feature_set.crop, view, indices, 0)  # noqa: E731
+    extractor = load_extractor(kind, checkpoint, feature_set.recipe, size, _device())
+    fingerprint = {
+        "features": feature_set.path, "kind": kind, "checkpoint_sha256": sha256(checkpoint),
+        "dataset": dataset_spec, "load_ratio": ratios, "dtype": section["dtype"], "shard_size": section["shard_size"],
+    }
+    meta = cache_features(
+        extractor, train, test, out_dir, fingerprint=fingerprint, views=feature_set.views, augment=augment,
+        batch_size=section["batch_size"], shard_size=section["shard_size"], dtype=section["dtype"],
+    )
+    return meta | {"data": data}
+
+
+def _train(run: Run, cached) -> dict:
+    if run.kind == "head":
+        from dpvip.transfer.head import HeadSettings, train_head
+
+        return train_head(cached.train, cached.train_labels, cached.test, cached.test_labels, cached.classes, HeadSettings(**run.settings), _device())
+    from dpvip.transfer.private_probe import ProbeSettings, train_probe
+
+    device = _device()  # the probe normalises and centres whole copies of the features there
+    return train_probe(cached.train[0].to(device), cached.train_labels, cached.test.to(device), cached.test_labels, cached.classes, ProbeSettings(**run.settings))
+
+
+def _finished(partial: Path) -> dict[str, dict]:
+    """Runs a previous attempt recorded (a line cut short by a kill is dropped)."""
+    done = {}
+    if partial.exists():
+        for line in partial.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[record["key"]] = record
+    return done
+
+
+def _summary(folder: Path) -> dict:
+    """What a study result records of a cache it read (not its file list)."""
+    meta = json.loads((folder / "meta.json").read_text())
+    return {key: value for key, value in meta.items() if key != "files"}
+
+
+def run_study(study: str, runs: list[Run], caches: dict[str, str | Path], out: str | Path, progress: bool = True) -> dict:
+    """Every run of `study` on its cached features (`caches`: feature-set path -> folder)."""
+    from dpvip.transfer.cache import load_cache
+
+    out = Path(out)
+    partial = out.with_name(out.name + ".partial.jsonl")
+    done = _finished(partial)
+    if done:
+        log.info("%s: resuming, %d of %d runs already done", study, sum(r.key in done for r in runs), len(runs))
+    started = time.perf_counter()
+    loaded: dict[str, object] = {}
+    records = []
+    with partial.open("a") as sink:
+        for run in tqdm(runs, desc=study, disable=not progress):
+            if run.key not in done:
+                if run.features.path not in loaded:
+                    loaded[run.features.path] = load_cache(caches[run.features.path])
+                done[run.key] = run.record() | {"result": _train(run, loaded[run.features.path])}
+                sink.write(json.dumps(done[run.key]) + "\n")
+                sink.flush()
+            records.append(done[run.key])
+    features = {path: _summary(Path(folder)) for path, folder in caches.items()}
+    result = {"study": study, "runs": records, "features": features, "seconds": round(time.perf_counter() - started, 1)}
+    write_json(result, out)
+    partial.unlink()
+    return result
