@@ -54,9 +54,10 @@ $(CHECK_STAMP): Makefile
 	$(CHECK_BIN)/python -m pip install --quiet $(CHECK_PACKAGES)
 	touch $@
 
-# Lint, format and dry runs of the embedded and the paper config (the Slurm profile's).
+# Lint (ruff, snakemake), format (ruff, snakefmt) and dry runs of the embedded and the paper config (the Slurm profile's).
 check: $(CHECK_STAMP)
 	$(CHECK_BIN)/ruff check src tests workflow_scripts
+	$(CHECK_BIN)/ruff format --check src tests workflow_scripts
 	$(CHECK_BIN)/snakefmt --check Snakefile rules
 	$(CHECK_BIN)/snakemake --lint --quiet
 	$(CHECK_BIN)/snakemake -n --quiet rules reason host

@@ -76,13 +76,22 @@ def linear_paths(monkeypatch):
     return seen
 
 
-def write_synthetic_index(out: Path, family: str, images: int, resolution: int, shard_size: int, seed: int = 0, options: dict | None = None) -> Path:
+def write_synthetic_index(
+    out: Path, family: str, images: int, resolution: int, shard_size: int, seed: int = 0, options: dict | None = None
+) -> Path:
     """Generate a small synthetic dataset's shards and index.json in `out`; returns the index."""
     from dpvip.files import write_json
     from dpvip.synthetic.shards import build_index, shard_name, write_shard
     from dpvip.synthetic.spec import DatasetSpec
 
-    values = {"family": family, "images": images, "resolution": resolution, "shard_size": shard_size, "seed": seed, "options": options or {}}
+    values = {
+        "family": family,
+        "images": images,
+        "resolution": resolution,
+        "shard_size": shard_size,
+        "seed": seed,
+        "options": options or {},
+    }
     spec = DatasetSpec.from_config(family, values)
     paths = [Path(out) / shard_name(shard) for shard in range(spec.shards)]
     for shard, path in enumerate(paths):
@@ -93,16 +102,33 @@ def write_synthetic_index(out: Path, family: str, images: int, resolution: int, 
 
 def snakemake_command(workdir: Path, *args: str) -> list[str]:
     """`python -m snakemake` on this checkout's Snakefile, run in `workdir`."""
-    return [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        *args,
+    ]
 
 
 def snakemake_env(workdir: Path, env: dict | None = None) -> dict:
     return (env or dict(os.environ)) | {"MPLCONFIGDIR": str(workdir / ".mpl"), "NO_ALBUMENTATIONS_UPDATE": "1"}
 
 
-def run_snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
+def run_snakemake(
+    workdir: Path, *args: str, env: dict | None = None, timeout: int = 1800
+) -> subprocess.CompletedProcess:
     """Run Snakemake there; `.output` is its stdout and stderr together."""
-    done = subprocess.run(snakemake_command(workdir, *args), capture_output=True, text=True, timeout=timeout, env=snakemake_env(workdir, env))
+    done = subprocess.run(
+        snakemake_command(workdir, *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=snakemake_env(workdir, env),
+    )
     done.output = done.stdout + done.stderr
     return done
 
@@ -138,7 +164,10 @@ def shard_hashes(workdir: Path) -> dict[str, str]:
     from dpvip.files import sha256
 
     results = workdir / "results"
-    return {str(p.relative_to(results)): sha256(p) for p in sorted(results.glob("*/*/shard-*.tar")) + sorted(results.glob("*/*/index.json"))}
+    return {
+        str(p.relative_to(results)): sha256(p)
+        for p in sorted(results.glob("*/*/shard-*.tar")) + sorted(results.glob("*/*/index.json"))
+    }
 
 
 @dataclass

@@ -106,7 +106,9 @@ class SlurmCluster:
     def _start(self, *command: str, user: str | None = None) -> None:
         log = open(self.root / f"{Path(command[0]).name}.out", "ab")
         prefix = ["runuser", "-u", user, "--"] if user else []
-        self._processes.append(subprocess.Popen([*prefix, *command], stdout=log, stderr=subprocess.STDOUT, env=self.env))
+        self._processes.append(
+            subprocess.Popen([*prefix, *command], stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        )
 
     def _link_default_config(self) -> None:
         default = Path("/etc/slurm/slurm.conf")
@@ -125,7 +127,15 @@ class SlurmCluster:
         socket_path = self.munge / "munge.socket"
         self.munge.chmod(0o755)
         shutil.chown(self.munge, "munge", "munge")
-        self._start("/usr/sbin/munged", "--foreground", f"--socket={socket_path}", f"--pid-file={self.munge / 'munged.pid'}", f"--seed-file={self.munge / 'seed'}", "--force", user="munge")
+        self._start(
+            "/usr/sbin/munged",
+            "--foreground",
+            f"--socket={socket_path}",
+            f"--pid-file={self.munge / 'munged.pid'}",
+            f"--seed-file={self.munge / 'seed'}",
+            "--force",
+            user="munge",
+        )
         self._wait(lambda: socket_path.exists(), timeout, "munged did not start")
         self._start("/usr/sbin/slurmctld", "-D", "-i", "-f", str(self.conf))
         self._start("/usr/sbin/slurmd", "-D", "-f", str(self.conf))
@@ -144,7 +154,10 @@ class SlurmCluster:
                 break
             time.sleep(0.5)
         self.stop()
-        logs = "\n".join(f"--- {path.name}\n{path.read_text()[-2000:]}" for path in sorted(self.root.glob("*.log")) + sorted(self.root.glob("*.out")))
+        logs = "\n".join(
+            f"--- {path.name}\n{path.read_text()[-2000:]}"
+            for path in sorted(self.root.glob("*.log")) + sorted(self.root.glob("*.out"))
+        )
         raise RuntimeError(f"{message} within {timeout} s\n{logs}")
 
     def run(self, *command: str, **kwargs) -> subprocess.CompletedProcess:

@@ -26,7 +26,10 @@ def test_defaults_are_filled():
 @pytest.mark.parametrize(
     "config, message",
     [
-        ({"privacy": {"audit_accountants": ["rdp", "foo"]}}, "config key 'privacy.audit_accountants[1]': 'foo' is not one of"),
+        (
+            {"privacy": {"audit_accountants": ["rdp", "foo"]}},
+            "config key 'privacy.audit_accountants[1]': 'foo' is not one of",
+        ),
         ({"figures": {"vip_figure6": {"sigma": -1}}}, "config key 'figures.vip_figure6.sigma': -1"),
         ({"figures": {"vip_figure6": {"steps": "many"}}}, "config key 'figures.vip_figure6.steps': 'many'"),
         ({"privacy": {"audit_papers": []}}, "config key 'privacy.audit_papers'"),
@@ -91,7 +94,22 @@ def test_an_installed_wheel_validates_as_a_checkout_does(root, tmp_path):
     import sys
     import zipfile
 
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(root)], capture_output=True, text=True)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("dpvip-*.whl")
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
@@ -103,7 +121,12 @@ def test_an_installed_wheel_validates_as_a_checkout_does(root, tmp_path):
         "except DpvipInputError as err:\n    refused = str(err)\n"
         "print(json.dumps([c.__file__, filled['scale'], refused]))"
     )
-    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path / 'site')!r}); exec({code!r})"], capture_output=True, text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path / 'site')!r}); exec({code!r})"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     where, scale, refused = json.loads(done.stdout)
     assert where.startswith(str(tmp_path / "site")) and scale == "embedded"

@@ -19,7 +19,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "torchvision", "timm", "opacus")
 # Modules whose objects the Snakefile passes to jobs as params (unpickled before the script).
-PLAN_MODULES = ("dpvip.evaluate.plan", "dpvip.randp.plan", "dpvip.transfer.plan", "dpvip.train.dp_runs", "dpvip.report.vip_rows", "dpvip.report.dprandp_rows")
+PLAN_MODULES = (
+    "dpvip.evaluate.plan",
+    "dpvip.randp.plan",
+    "dpvip.transfer.plan",
+    "dpvip.train.dp_runs",
+    "dpvip.report.vip_rows",
+    "dpvip.report.dprandp_rows",
+)
 LIGHT_RULE = re.compile(r"^(table_|figure_|bundle)")
 
 
@@ -43,7 +50,9 @@ def imported_modules(script: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.append(node.module)
             # `from package import module` imports the module too
-            names += [f"{node.module}.{alias.name}" for alias in node.names if _is_module(f"{node.module}.{alias.name}")]
+            names += [
+                f"{node.module}.{alias.name}" for alias in node.names if _is_module(f"{node.module}.{alias.name}")
+            ]
     return names
 
 
@@ -68,7 +77,18 @@ LIGHT_SCRIPTS = {rule: script for rule, script in rule_scripts().items() if LIGH
 
 
 def test_every_table_figure_and_bundle_rule_is_found():
-    assert {"table_privacy_audit", "table_vip_table3", "table_vip_result", "table_dprandp", "table_mehta", "figure_vip_figure6", "figure_syn_vip_reconstructions", "figure_dprandp", "bundle", "bundle_report"} <= set(LIGHT_SCRIPTS)
+    assert {
+        "table_privacy_audit",
+        "table_vip_table3",
+        "table_vip_result",
+        "table_dprandp",
+        "table_mehta",
+        "figure_vip_figure6",
+        "figure_syn_vip_reconstructions",
+        "figure_dprandp",
+        "bundle",
+        "bundle_report",
+    } <= set(LIGHT_SCRIPTS)
     assert len(LIGHT_SCRIPTS) == 19  # every table_/figure_/bundle rule in rules/*.smk
 
 

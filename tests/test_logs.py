@@ -24,7 +24,10 @@ def run_job(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
 
 def test_a_finished_job_keeps_its_output_and_skips_teardown(tmp_path):
     out = tmp_path / "result.txt"
-    done = run_job(tmp_path, f"print('progress line')\nimport logging; logging.info('a logged line')\nopen({str(out)!r}, 'w').write('42')")
+    done = run_job(
+        tmp_path,
+        f"print('progress line')\nimport logging; logging.info('a logged line')\nopen({str(out)!r}, 'w').write('42')",
+    )
     assert done.returncode == 0, done.stderr
     log = (tmp_path / "job.log").read_text().splitlines()
     assert log[0].startswith(STARTUP_PREFIX)

@@ -89,7 +89,10 @@ def test_a_second_process_reads_the_first_ones_calibration(tmp_path):
         "print(json.dumps([c.noise_multiplier, c.epsilon, time.perf_counter() - start]))"
     )
     env = {memo.ENVIRONMENT: str(tmp_path / "memo"), "PATH": "/usr/bin:/bin"}
-    outputs = [subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True).stdout for _ in range(2)]
+    outputs = [
+        subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True).stdout
+        for _ in range(2)
+    ]
     first, second = (json.loads(line) for line in outputs)  # the first computed, the second read
     assert first[:2] == second[:2]
     assert 0.99 <= first[1] <= 1.0  # calibrated to the budget, never over it

@@ -17,5 +17,13 @@ with workflow_job(snakemake.log[0]):
     if snakemake.params.processes * snakemake.params.nodes == 1:
         dp_train_mae(DPPretrainSettings.from_config(values, model), snakemake.input.index, run, init)
     else:
-        arguments = ["--size", model, "--data", snakemake.input.index, "--out", str(run), *(["--init", init] if init else [])]
+        arguments = [
+            "--size",
+            model,
+            "--data",
+            snakemake.input.index,
+            "--out",
+            str(run),
+            *(["--init", init] if init else []),
+        ]
         run_torchrun_with_settings(snakemake.params.processes, ["pretrain", "dp-mae"], run, values, arguments)

@@ -10,7 +10,10 @@ from dpvip.train.metrics import read_metrics
 
 with workflow_job(snakemake.log[0]):
     ledgers = [Path(path) for path in snakemake.input if path.endswith("privacy.json")]
-    runs = {path.parent.name: (json.loads(path.read_text()), read_metrics(path.parent / "metrics.jsonl")) for path in ledgers}
+    runs = {
+        path.parent.name: (json.loads(path.read_text()), read_metrics(path.parent / "metrics.jsonl"))
+        for path in ledgers
+    }
     epsilons = {privacy["target_epsilon"] for privacy, _ in runs.values()}
     note = f" (ε={epsilons.pop():g})" if len(epsilons) == 1 else ""
     save_figure(dp_loss_figure(snakemake.wildcards.figure, runs, note), snakemake.output[0])

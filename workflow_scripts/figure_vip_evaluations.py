@@ -25,6 +25,10 @@ with workflow_job(snakemake.log[0]):
             for init, runs in figure5_backbones(plan.backbones).items()
         }
         table9 = paper_table(values, "vip", "table9")
-        paper = {m: {table9.at[r, "# parameters"]: table9.at[r, m] for r in ("ViP-S", "ViP-B", "ViP-L")} for m in plan.figure5_metrics() if m in table9.columns}
+        paper = {
+            m: {table9.at[r, "# parameters"]: table9.at[r, m] for r in ("ViP-S", "ViP-B", "ViP-L")}
+            for m in plan.figure5_metrics()
+            if m in table9.columns
+        }
         figure = figure5(lines, plan.figure5_metrics(), paper)
     save_figure(figure, snakemake.output[0])

@@ -11,7 +11,12 @@ with workflow_job(snakemake.log[0]):
         index = index_natural(NaturalSpec.from_config(params.natural), list(snakemake.input), target, params.checksums)
     else:
         index = index_shards(
-            find_shards(params.shards), target, dataset="laion", source="shards", location=params.shards,
-            checksums=params.checksums, threads=params.threads,
+            find_shards(params.shards),
+            target,
+            dataset="laion",
+            source="shards",
+            location=params.shards,
+            checksums=params.checksums,
+            threads=params.threads,
         )
     print(f"{target}: {summary(index)}")

@@ -114,8 +114,13 @@ def cmd_synthetic_generate(args: argparse.Namespace) -> int:
     from dpvip.synthetic.spec import DatasetSpec
 
     values = {
-        "family": args.family, "images": args.images, "resolution": args.resolution,
-        "shard_size": args.shard_size, "seed": args.seed, "encoding": args.encoding, "options": dict(args.option),
+        "family": args.family,
+        "images": args.images,
+        "resolution": args.resolution,
+        "shard_size": args.shard_size,
+        "seed": args.seed,
+        "encoding": args.encoding,
+        "options": dict(args.option),
     }
     spec = DatasetSpec.from_config(args.name or args.family, values)
     out = Path(args.out)
@@ -180,7 +185,8 @@ def _add_synthetic(commands) -> None:
 
     synthetic_commands = _command_group(commands, "synthetic", "synthetic images from random processes")
     generate = synthetic_commands.add_parser(
-        "generate", help="write a synthetic dataset as webdataset shards plus index.json",
+        "generate",
+        help="write a synthetic dataset as webdataset shards plus index.json",
         description="Existing shards are kept (they are written atomically), so a rerun resumes.",
     )
     generate.add_argument("--family", choices=FAMILIES, required=True)
@@ -189,8 +195,14 @@ def _add_synthetic(commands) -> None:
     generate.add_argument("--shard-size", type=int, default=1000)
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--encoding", default="png")
-    generate.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
-                          help="a family option, e.g. programs=21000, mix=6, rebuild_every=400")
+    generate.add_argument(
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a family option, e.g. programs=21000, mix=6, rebuild_every=400",
+    )
     generate.add_argument("--name", help="dataset name recorded in the samples (default: the family)")
     generate.add_argument("--shards", type=int, nargs="+", help="only these shard numbers")
     generate.add_argument("--device", default="cpu")
@@ -226,7 +238,9 @@ def _train(args: argparse.Namespace, command: list[str], check_split, train) -> 
     if os.environ.get("RANK", "0") == "0":
         privacy = record.get("privacy")
         spent = f", epsilon {privacy['epsilon_spent']:.3f} at delta {privacy['delta']:.3g}" if privacy else ""
-        print(f"{args.out}/model.pt: {record['steps']} steps, {record['images_seen']} images, {record['skipped_samples']} skipped{spent}")
+        print(
+            f"{args.out}/model.pt: {record['steps']} steps, {record['images_seen']} images, {record['skipped_samples']} skipped{spent}"
+        )
     return 0
 
 
@@ -243,34 +257,46 @@ def cmd_pretrain_dp_mae(args: argparse.Namespace) -> int:
     from dpvip.train.dp_settings import DPPretrainSettings
 
     settings = _read_settings(args.settings, DPPretrainSettings, args.size)
-    return _train(args, ["pretrain", "dp-mae"], lambda procs: None, lambda: dp_train_mae(settings, args.data, args.out, args.init))
+    return _train(
+        args, ["pretrain", "dp-mae"], lambda procs: None, lambda: dp_train_mae(settings, args.data, args.out, args.init)
+    )
 
 
 def _training_arguments(parser, settings_keys: str) -> None:
     from dpvip.models import MAE_SIZES
 
-    parser.add_argument("--settings", required=True, help=f"YAML/JSON of training settings (keys of {settings_keys} in config/schema.yaml)")
+    parser.add_argument(
+        "--settings",
+        required=True,
+        help=f"YAML/JSON of training settings (keys of {settings_keys} in config/schema.yaml)",
+    )
     parser.add_argument("--size", required=True, help=f"MAE size ({', '.join(MAE_SIZES)}) or <size>_dec<depth>")
     parser.add_argument("--data", required=True, help="index.json of the training shards")
     parser.add_argument("--out", required=True, help="run folder")
-    parser.add_argument("--procs", type=_positive_int, default=1, help="processes (GPUs) on this node, launched with torchrun")
+    parser.add_argument(
+        "--procs", type=_positive_int, default=1, help="processes (GPUs) on this node, launched with torchrun"
+    )
 
 
 def _add_pretrain(commands) -> None:
     pretrain_commands = _command_group(commands, "pretrain", "MAE pre-training, non-private and DP")
     mae = pretrain_commands.add_parser(
-        "mae", help="masked-autoencoder pre-training on webdataset shards ((Syn)-ViP)",
+        "mae",
+        help="masked-autoencoder pre-training on webdataset shards ((Syn)-ViP)",
         description="Resumes from OUT/work/state.pt if present; writes OUT/model.pt and OUT/metrics.jsonl.",
     )
     _training_arguments(mae, "pretrain.syn_vip")
     mae.set_defaults(handler=cmd_pretrain_mae)
     dp_mae = pretrain_commands.add_parser(
-        "dp-mae", help="DP masked-autoencoder training with Poisson sampling and DP-AdamW (ViP)",
+        "dp-mae",
+        help="DP masked-autoencoder training with Poisson sampling and DP-AdamW (ViP)",
         description="Calibrates sigma for (epsilon, delta, q, T), then trains; resumes from OUT/work/state.pt "
         "(refusing another q, sigma or C); writes OUT/model.pt (with the privacy ledger) and OUT/metrics.jsonl.",
     )
     _training_arguments(dp_mae, "dp_pretrain.settings")
-    dp_mae.add_argument("--init", help="MAE checkpoint to start from (a (Syn)-ViP model.pt); default: random initialisation")
+    dp_mae.add_argument(
+        "--init", help="MAE checkpoint to start from (a (Syn)-ViP model.pt); default: random initialisation"
+    )
     dp_mae.set_defaults(handler=cmd_pretrain_dp_mae)
 
 
@@ -286,7 +312,8 @@ def _add_bench(commands) -> None:
     synthetic.add_argument("--json", action="store_true")
     synthetic.set_defaults(handler=cmd_bench_synthetic)
     dp_step = bench_commands.add_parser(
-        "dp-step", help="time and peak memory of DP training steps against the non-private step",
+        "dp-step",
+        help="time and peak memory of DP training steps against the non-private step",
         description="Methods: nonprivate, ours (ClippedGradientSum), vmap (torch.func over the whole model), "
         "opacus_hooks, opacus_ghost; each a full AdamW step on the same model, batch and mask noise.",
     )
@@ -294,17 +321,30 @@ def _add_bench(commands) -> None:
     dp_step.add_argument("--image-size", type=_positive_int, default=32)
     dp_step.add_argument("--patch-size", type=_positive_int, default=4)
     dp_step.add_argument("--batch", type=_positive_int, default=64)
-    dp_step.add_argument("--micro-batch", type=_positive_int, default=None, help="split the batch for the DP methods (default: one pass)")
+    dp_step.add_argument(
+        "--micro-batch", type=_positive_int, default=None, help="split the batch for the DP methods (default: one pass)"
+    )
     dp_step.add_argument("--rounds", type=_positive_int, default=5, help="timed round-robin rounds (median reported)")
     dp_step.add_argument("--warmup", type=int, default=1, help="untimed steps per method first")
     dp_step.add_argument("--threads", type=_positive_int, default=1)
     dp_step.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    dp_step.add_argument("--memory", choices=["live", "rss"], default="live", help="CPU peak memory: live tensor bytes (glibc mmap threshold fixed) or raw RSS with allocator slack")
-    dp_step.add_argument("--methods", nargs="+", default=["nonprivate", "ours", "vmap", "opacus_hooks", "opacus_ghost"], help="nonprivate is always run (the ratios' base)")
+    dp_step.add_argument(
+        "--memory",
+        choices=["live", "rss"],
+        default="live",
+        help="CPU peak memory: live tensor bytes (glibc mmap threshold fixed) or raw RSS with allocator slack",
+    )
+    dp_step.add_argument(
+        "--methods",
+        nargs="+",
+        default=["nonprivate", "ours", "vmap", "opacus_hooks", "opacus_ghost"],
+        help="nonprivate is always run (the ratios' base)",
+    )
     dp_step.add_argument("--json", action="store_true")
     dp_step.set_defaults(handler=cmd_bench_dp_step)
     workflow = bench_commands.add_parser(
-        "workflow", help="where the last workflow run's time went: per stage, the slowest jobs, start-up share",
+        "workflow",
+        help="where the last workflow run's time went: per stage, the slowest jobs, start-up share",
         description="Reads results/benchmarks and results/logs of the last Snakemake run in DIRECTORY and writes "
         "results/benchmarks/workflow.json.",
     )

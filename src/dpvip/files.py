@@ -55,7 +55,10 @@ def read_benchmark(path: str | Path) -> dict | None:
     if not rows:
         return None
     last = rows[-1]
-    return {"seconds": float(last["s"]), "max_rss_mb": float(last["max_rss"]) if last.get("max_rss", "NA") != "NA" else None}
+    return {
+        "seconds": float(last["s"]),
+        "max_rss_mb": float(last["max_rss"]) if last.get("max_rss", "NA") != "NA" else None,
+    }
 
 
 def write_json(record: dict, path: str | Path) -> None:

@@ -21,7 +21,14 @@ def small_index(tmp_path_factory) -> Path:
     out = tmp_path_factory.getbasetemp() / "shaders-25-32"
     if not (out / "index.json").exists():
         spec = DatasetSpec.from_config(
-            "shaders", {"family": "shaders", "images": IMAGES, "resolution": RESOLUTION, "shard_size": SHARD_SIZE, "options": {"programs": 8}}
+            "shaders",
+            {
+                "family": "shaders",
+                "images": IMAGES,
+                "resolution": RESOLUTION,
+                "shard_size": SHARD_SIZE,
+                "options": {"programs": 8},
+            },
         )
         paths = [out / shard_name(shard) for shard in range(spec.shards)]
         for shard, path in enumerate(paths):

@@ -15,7 +15,20 @@ from shard_data import IMAGES, shard_paths, small_index  # noqa: F401  (fixture)
 @pytest.mark.slow
 def test_natural_writes_shards_and_an_index_and_a_rerun_keeps_them(tmp_path):
     out = tmp_path / "laion"
-    args = ("data", "natural", "--out", str(out), "--images", "12", "--resolution", "16", "--shard-size", "5", "--seed", "2")
+    args = (
+        "data",
+        "natural",
+        "--out",
+        str(out),
+        "--images",
+        "12",
+        "--resolution",
+        "16",
+        "--shard-size",
+        "5",
+        "--seed",
+        "2",
+    )
     done = run_dpvip(*args)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{out / 'index.json'}: 12 samples in 3 shards (stand-in for LAION-233M (ViP))"
@@ -29,7 +42,9 @@ def test_natural_writes_shards_and_an_index_and_a_rerun_keeps_them(tmp_path):
 
 def test_index_of_a_read_only_folder_goes_elsewhere_without_checksums(small_index, tmp_path):
     target = tmp_path / "index.json"
-    done = run_dpvip("data", "index", str(small_index.parent), "--out", str(target), "--no-checksums", "--name", "shaders")
+    done = run_dpvip(
+        "data", "index", str(small_index.parent), "--out", str(target), "--no-checksums", "--name", "shaders"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{target}: {IMAGES} samples in 3 shards"
     index = json.loads(target.read_text())
@@ -43,7 +58,10 @@ def test_index_of_a_read_only_folder_goes_elsewhere_without_checksums(small_inde
     [
         ("index {tmp}/none", "shard folder {tmp}/none does not exist"),
         ("ingest --urls {tmp}/urls.csv --out {tmp}/out", "URL list {tmp}/urls.csv does not exist"),
-        ("ingest --urls {tmp}/links.csv --out {tmp}/out", "URL list {tmp}/links.csv has no column 'url' (columns: link)"),
+        (
+            "ingest --urls {tmp}/links.csv --out {tmp}/out",
+            "URL list {tmp}/links.csv has no column 'url' (columns: link)",
+        ),
         ("ingest --urls {tmp}/links.csv --out {tmp}/out --resize-mode fit", "resize mode 'fit' is not one of"),
         ("natural --out {tmp}/n --images 0 --resolution 8", "argument --images: must be a positive integer (got 0)"),
         ("natural --out {tmp}/n --images 4 --resolution 8 --seed -1", "seed must be a non-negative integer (got -1)"),

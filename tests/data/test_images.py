@@ -10,7 +10,14 @@ import tarfile
 import pytest
 import torch
 
-from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD, AugmentedImages, collate_skipping_corrupt, decode_image, mae_augmentation
+from dpvip.data.images import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    AugmentedImages,
+    collate_skipping_corrupt,
+    decode_image,
+    mae_augmentation,
+)
 from dpvip.data.shard_reader import CorruptSample, ShardReader
 from shard_data import shard_paths, small_index, write_index  # noqa: F401  (fixture)
 

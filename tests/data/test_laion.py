@@ -133,7 +133,9 @@ def test_a_folder_of_url_lists_is_checked_file_by_file(tmp_path):
 
     laion = IngestSettings(url_column="URL", caption_column="TEXT")
     for part in range(2):
-        pandas.DataFrame({"URL": ["http://127.0.0.1/a.png"], "TEXT": ["a"]}).to_parquet(tmp_path / f"part-{part}.parquet")
+        pandas.DataFrame({"URL": ["http://127.0.0.1/a.png"], "TEXT": ["a"]}).to_parquet(
+            tmp_path / f"part-{part}.parquet"
+        )
     assert check_url_list(tmp_path, laion) == ("parquet", "TEXT")
     pandas.DataFrame({"url": ["http://127.0.0.1/a.png"]}).to_parquet(tmp_path / "part-2.parquet")
     with pytest.raises(DpvipInputError, match=f"URL list {tmp_path / 'part-2.parquet'} has no column 'URL'"):

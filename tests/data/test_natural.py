@@ -22,7 +22,17 @@ from dpvip.files import sha256
 from dpvip.synthetic.shards import shard_name
 from natural_data import NATURAL, natural_index  # noqa: F401  (fixture)
 
-IMG2DATASET_FIELDS = {"key", "url", "caption", "status", "error_message", "width", "height", "original_width", "original_height"}
+IMG2DATASET_FIELDS = {
+    "key",
+    "url",
+    "caption",
+    "status",
+    "error_message",
+    "width",
+    "height",
+    "original_width",
+    "original_height",
+}
 
 
 def test_every_photo_ships_offline_as_rgb():
@@ -62,7 +72,11 @@ def test_samples_are_laion_format_crops_that_say_what_they_stand_in_for(natural_
         assert meta["url"] == f"{package}://{meta['photo']}"
         assert meta["stand_in_for"] == STAND_IN_FOR and meta["index"] == position
         with Image.open(io.BytesIO(sample["jpg"])) as image:
-            assert image.format == "JPEG" and image.mode == "RGB" and image.size == (32, 32) == (meta["width"], meta["height"])
+            assert (
+                image.format == "JPEG"
+                and image.mode == "RGB"
+                and image.size == (32, 32) == (meta["width"], meta["height"])
+            )
         crop, shorter = meta["crop"], min(meta["original_width"], meta["original_height"])
         assert CROP_FRACTION[0] * shorter - 1 <= crop["side"] <= shorter
         assert 0 <= crop["left"] <= meta["original_width"] - crop["side"]
@@ -93,7 +107,9 @@ def test_dataset_and_index_name_the_stand_in(natural_index):
 
 def test_a_folder_holding_crops_with_other_settings_is_refused(natural_index):
     with pytest.raises(DpvipInputError, match="holds a dataset generated with other settings"):
-        write_natural_dataset(NaturalSpec(images=25, resolution=64, shard_size=10, seed=3), natural_index.parent, progress=False)
+        write_natural_dataset(
+            NaturalSpec(images=25, resolution=64, shard_size=10, seed=3), natural_index.parent, progress=False
+        )
 
 
 def test_augmented_images_read_the_crops(natural_index):
@@ -108,7 +124,10 @@ def test_augmented_images_read_the_crops(natural_index):
         ({"images": 0, "resolution": 32, "shard_size": 10}, "images must be a positive integer (got 0)"),
         ({"images": 10, "resolution": 32.5, "shard_size": 10}, "resolution must be a positive integer (got 32.5)"),
         ({"images": 10, "resolution": 32}, "shard_size must be a positive integer (got None)"),
-        ({"images": 10, "resolution": 32, "shard_size": 10, "seed": -1}, "seed must be a non-negative integer (got -1)"),
+        (
+            {"images": 10, "resolution": 32, "shard_size": 10, "seed": -1},
+            "seed must be a non-negative integer (got -1)",
+        ),
     ],
 )
 def test_bad_settings_are_named_in_one_line(values, message):

@@ -15,7 +15,12 @@ STEPS_PER_EPOCH = SAMPLES // BATCH  # 12; the last 4 samples of each epoch are d
 
 
 def batches(**overrides) -> list[list[tuple[int, int]]]:
-    values = {"num_samples": SAMPLES, "batch_size": BATCH, "total_steps": EPOCHS * STEPS_PER_EPOCH, "seed": SEED} | overrides
+    values = {
+        "num_samples": SAMPLES,
+        "batch_size": BATCH,
+        "total_steps": EPOCHS * STEPS_PER_EPOCH,
+        "seed": SEED,
+    } | overrides
     return list(EpochBatches(**values))
 
 

@@ -52,7 +52,9 @@ def test_the_reader_returns_the_same_samples_with_member_tables_as_without(fixtu
 
 
 def test_shards_outside_the_index_folder_are_named_by_absolute_path(small_index, tmp_path):
-    index = index_shards(find_shards(small_index.parent), tmp_path / "elsewhere" / "index.json", "test", "shards", progress=False)
+    index = index_shards(
+        find_shards(small_index.parent), tmp_path / "elsewhere" / "index.json", "test", "shards", progress=False
+    )
     assert [entry["file"] for entry in index["shards"]] == [str(path.resolve()) for path in shard_paths(small_index)]
     assert [entry["members"] for entry in index["shards"]] == [f"members/{n:06d}-shard-{n:06d}.json" for n in range(3)]
     reader = ShardReader.from_index(tmp_path / "elsewhere" / "index.json")
@@ -60,7 +62,9 @@ def test_shards_outside_the_index_folder_are_named_by_absolute_path(small_index,
 
 
 def test_without_checksums_the_index_records_sizes_only(small_index, tmp_path):
-    index = index_shards(shard_paths(small_index), tmp_path / "index.json", "test", "shards", checksums=False, progress=False)
+    index = index_shards(
+        shard_paths(small_index), tmp_path / "index.json", "test", "shards", checksums=False, progress=False
+    )
     assert index["checksums"] is False
     assert all("sha256" not in entry and entry["bytes"] > 0 for entry in index["shards"])
 
@@ -83,7 +87,9 @@ def test_img2dataset_stats_become_failure_counts(small_index, tmp_path):
     index = index_shards(shards, tmp_path / "index.json", "test", "img2dataset", progress=False)
     assert index["total_samples"] == 25 and index["attempted"] == 31
     assert index["failures"] == {
-        "count": 6, "failed_to_download": 4, "failed_to_resize": 2,
+        "count": 6,
+        "failed_to_download": 4,
+        "failed_to_resize": 2,
         "reasons": {"HTTP Error 404: File not found": 4, "cannot identify image file <_io.BytesIO object>": 2},
     }
     assert summary(index) == (

@@ -81,7 +81,12 @@ def test_a_shard_holding_another_count_than_its_index_says_is_refused_in_one_lin
 
 def _broken_shard(small_index, tmp_path, how: str):
     data = shard_paths(small_index)[0].read_bytes()
-    broken = {"garbage": os.urandom(4096), "text": b"not a tar file\n" * 200, "cut_in_header": data[:300], "empty": b""}[how]
+    broken = {
+        "garbage": os.urandom(4096),
+        "text": b"not a tar file\n" * 200,
+        "cut_in_header": data[:300],
+        "empty": b"",
+    }[how]
     (tmp_path / "broken.tar").write_bytes(broken)
     return ShardReader.from_index(write_index(tmp_path, [("broken.tar", 10)]))
 

@@ -8,7 +8,14 @@ import pytest
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.cnn_baselines import CNN_BASELINES, CNN_FINETUNE, build_cnn, cnn_finetune, cnn_finetune_grid, load_backbone
+from dpvip.evaluate.cnn_baselines import (
+    CNN_BASELINES,
+    CNN_FINETUNE,
+    build_cnn,
+    cnn_finetune,
+    cnn_finetune_grid,
+    load_backbone,
+)
 from dpvip.evaluate.datasets import digits
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -94,5 +101,12 @@ def test_the_grid_reports_every_lr_the_best_and_a_random_init(digits64):
     train, test = digits64
     result = cnn_finetune_grid("alexnet", None, train, test, QUICK, [1e-2, 1e-3])
     assert set(result["grid"]) == {1e-2, 1e-3} and all(0 <= accuracy <= 1 for accuracy in result["grid"].values())
-    assert result["accuracy"] == max(result["grid"].values()) and result["lr"] == max(result["grid"], key=result["grid"].get)
-    assert (result["arch"], result["init"], result["optimizer"], result["momentum"]) == ("alexnet", "random", "sgd", 0.9)
+    assert result["accuracy"] == max(result["grid"].values()) and result["lr"] == max(
+        result["grid"], key=result["grid"].get
+    )
+    assert (result["arch"], result["init"], result["optimizer"], result["momentum"]) == (
+        "alexnet",
+        "random",
+        "sgd",
+        0.9,
+    )

@@ -41,7 +41,10 @@ def test_pycocotools_reads_every_image_and_instance(val_json):
 @pytest.mark.parametrize("kind", ["bbox", "segm"])
 def test_ground_truth_as_detections_scores_ap_one(val_json, kind):
     coco = quiet_coco(val_json)
-    detections = [{k: a[k] for k in ("image_id", "category_id", "bbox", "segmentation")} | {"score": 1.0} for a in coco.loadAnns(coco.getAnnIds())]
+    detections = [
+        {k: a[k] for k in ("image_id", "category_id", "bbox", "segmentation")} | {"score": 1.0}
+        for a in coco.loadAnns(coco.getAnnIds())
+    ]
     with contextlib.redirect_stdout(io.StringIO()):
         evaluation = COCOeval(coco, coco.loadRes(detections), kind)
         evaluation.evaluate()

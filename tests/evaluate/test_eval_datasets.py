@@ -57,7 +57,9 @@ def test_digits_are_grey_copied_to_three_channels_and_imagenet_normalised(split8
 
     train, test = split8
     pixels = unnormalise(torch.cat([train.images, test.images]))
-    assert torch.allclose(pixels[:, 0], pixels[:, 1], atol=1e-5) and torch.allclose(pixels[:, 0], pixels[:, 2], atol=1e-5)
+    assert torch.allclose(pixels[:, 0], pixels[:, 1], atol=1e-5) and torch.allclose(
+        pixels[:, 0], pixels[:, 2], atol=1e-5
+    )
     # Values are the digits' 0..16 intensities over 16, and the two parts hold every digit once.
     assert torch.allclose(pixels * 16, (pixels * 16).round(), atol=1e-4)
     assert pixels.min() >= -1e-5 and pixels.max() <= 1 + 1e-5
@@ -68,7 +70,10 @@ def test_digits_are_grey_copied_to_three_channels_and_imagenet_normalised(split8
 
 def test_the_digits_split_is_stratified(split32):
     train, test = split32
-    train_counts, test_counts = np.bincount(train.labels.numpy(), minlength=10), np.bincount(test.labels.numpy(), minlength=10)
+    train_counts, test_counts = (
+        np.bincount(train.labels.numpy(), minlength=10),
+        np.bincount(test.labels.numpy(), minlength=10),
+    )
     assert (train_counts > 0).all() and (test_counts > 0).all()
     # Stratification gives each class its share of the test set, rounded: within 1 example.
     totals = train_counts + test_counts

@@ -8,7 +8,17 @@ import torch
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.coco_standin import CocoStandIn, write_split
-from dpvip.evaluate.detection import PAPER, CocoInstances, _flipped, DetectionSettings, _optimizer, evaluate_coco, lr_factor, score_detector, train_detector
+from dpvip.evaluate.detection import (
+    PAPER,
+    CocoInstances,
+    _flipped,
+    DetectionSettings,
+    _optimizer,
+    evaluate_coco,
+    lr_factor,
+    score_detector,
+    train_detector,
+)
 from dpvip.evaluate.vitdet import PlainViT, SimpleFeaturePyramid, build_vitdet
 from dpvip.models import MAESettings
 from dpvip.models.mae import MaskedAutoencoder
@@ -16,7 +26,17 @@ from dpvip.models.mae import MaskedAutoencoder
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 QUICK = DetectionSettings(
-    iterations=4, batch_size=4, lr=1e-3, warmup_iterations=1, image_size=64, pyramid_channels=16, head_convs=1, rois_per_image=16, proposals_per_image=20, drop_path=0.0, score_threshold=0.0
+    iterations=4,
+    batch_size=4,
+    lr=1e-3,
+    warmup_iterations=1,
+    image_size=64,
+    pyramid_channels=16,
+    head_convs=1,
+    rois_per_image=16,
+    proposals_per_image=20,
+    drop_path=0.0,
+    score_threshold=0.0,
 )
 
 
@@ -28,7 +48,11 @@ def micro_mae(image_size: int = 64) -> MaskedAutoencoder:
 @pytest.fixture(scope="module")
 def coco(tmp_path_factory):
     out = tmp_path_factory.mktemp("coco")
-    return out, write_split(CocoStandIn(images=8, seed=1), "train", out), write_split(CocoStandIn(images=4, seed=1), "val", out)
+    return (
+        out,
+        write_split(CocoStandIn(images=8, seed=1), "train", out),
+        write_split(CocoStandIn(images=4, seed=1), "val", out),
+    )
 
 
 def test_the_pyramid_has_four_levels_and_pool_at_the_vitdet_strides():
@@ -45,7 +69,9 @@ def test_the_pyramid_has_four_levels_and_pool_at_the_vitdet_strides():
 def test_the_backbone_is_the_plain_encoder_without_decoder_class_token_or_final_norm():
     mae = micro_mae(32)  # pre-trained at 32 px, detecting at 64 px: every weight carries over
     net = PlainViT(mae, 64, drop_path=0.3)
-    assert isinstance(net.blocks[0].drop_path1, torch.nn.Identity) and net.blocks[-1].drop_path2.drop_prob == pytest.approx(0.3)
+    assert isinstance(net.blocks[0].drop_path1, torch.nn.Identity) and net.blocks[
+        -1
+    ].drop_path2.drop_prob == pytest.approx(0.3)
     names = set(net.state_dict())
     assert "blocks.0.attn.qkv.weight" in names and "patch_embed.proj.weight" in names
     assert not any(name.startswith(("decoder", "mask_token", "cls_token", "norm.")) for name in names)
@@ -59,7 +85,9 @@ def test_the_images_are_normalised_once_and_not_resized():
     model = build_vitdet(micro_mae(), classes=3, image_size=64, channels=16)
     transform = model.transform
     assert transform.min_size == (64,) and transform.max_size == 64
-    assert transform.image_mean == pytest.approx([0.485, 0.456, 0.406]) and transform.image_std == pytest.approx([0.229, 0.224, 0.225])
+    assert transform.image_mean == pytest.approx([0.485, 0.456, 0.406]) and transform.image_std == pytest.approx(
+        [0.229, 0.224, 0.225]
+    )
     batch, _ = transform([torch.rand(3, 64, 64), torch.rand(3, 40, 64)])
     assert batch.tensors.shape == (2, 3, 64, 64)
 
@@ -100,12 +128,16 @@ def test_no_detections_score_zero_and_say_so(coco):
     model = build_vitdet(micro_mae(), classes=3, image_size=64, channels=16, head_convs=0)
     model.roi_heads.score_thresh = 1.1  # nothing passes
     scores = score_detector(model, val_json, root)
-    assert scores["detections"] == 0 and scores["ap_box"] == scores["ap_mask"] == 0.0 and "no detections" in scores["note"]
+    assert (
+        scores["detections"] == 0 and scores["ap_box"] == scores["ap_mask"] == 0.0 and "no detections" in scores["note"]
+    )
 
 
 def test_evaluate_coco_records_the_settings_and_counts(coco):
     root, train_json, val_json = coco
-    record = evaluate_coco(micro_mae(), train_json, root, val_json, root, dataclasses.replace(QUICK, iterations=2), progress=False)
+    record = evaluate_coco(
+        micro_mae(), train_json, root, val_json, root, dataclasses.replace(QUICK, iterations=2), progress=False
+    )
     assert record["settings"]["iterations"] == 2 and record["encoder"]["size"] == "micro"
     assert record["train_images"] == 8 and record["val_images"] == 4 and record["categories"] == 3
     assert record["val_instances"] >= 4 and 0.0 <= record["ap_box"] <= 100.0 and 0.0 <= record["ap_mask"] <= 100.0
@@ -117,7 +149,11 @@ def test_the_schedule_warms_up_from_a_thousandth_then_steps_down_tenfold():
     assert lr_factor(50, settings) == pytest.approx(0.5005)
     assert lr_factor(100, settings) == lr_factor(499, settings) == 1.0
     assert lr_factor(500, settings) == pytest.approx(0.1) and lr_factor(900, settings) == pytest.approx(0.01)
-    assert PAPER.iterations == 184_375 and round(PAPER.lr_steps[0] * PAPER.iterations) == 163_889 and round(PAPER.lr_steps[1] * PAPER.iterations) == 177_546
+    assert (
+        PAPER.iterations == 184_375
+        and round(PAPER.lr_steps[0] * PAPER.iterations) == 163_889
+        and round(PAPER.lr_steps[1] * PAPER.iterations) == 177_546
+    )
 
 
 def test_the_lr_decays_by_layer_from_the_heads_down_to_the_patch_embedding():

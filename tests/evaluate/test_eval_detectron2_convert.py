@@ -47,7 +47,9 @@ def test_every_encoder_tensor_has_exactly_one_detectron2_name_of_its_shape(size,
     assert {key: tuple(tensor.shape) for key, tensor in converted.items()} == expected
 
     ours = mae.state_dict()
-    encoder = [name for name in ours if not name.startswith(("decoder", "mask_token")) and name not in DROPPED_BY_VITDET]
+    encoder = [
+        name for name in ours if not name.startswith(("decoder", "mask_token")) and name not in DROPPED_BY_VITDET
+    ]
     targets = [detectron2_key(name) for name in encoder]
     assert len(set(targets)) == len(encoder) and set(targets) == set(expected) - {"backbone.net.pos_embed"}
     for name, key in zip(encoder, targets):
@@ -73,5 +75,17 @@ def test_the_checkpoint_file_is_what_detection_checkpointer_loads(tmp_path):
     assert payload["__author__"] == "dpvip" and payload["matching_heuristics"] is True
     assert payload["model"]["backbone.net.pos_embed"].shape == (1, 1 + 6 * 6, 64)  # at the checkpoint's 48 px
     assert set(payload["model"]) == set(vitdet_shapes(2, 64, patch=8, grid=6, mlp=256))
-    assert summary["vit"] == {"embed_dim": 64, "depth": 2, "num_heads": 2, "mlp_ratio": 4.0, "patch_size": 8, "pretrain_img_size": 48, "pretrain_use_cls_token": True}
-    assert "cls_token.weight" in summary["dropped"] and "decoder_pred.weight" in summary["dropped"] and summary["tensors"] == len(payload["model"])
+    assert summary["vit"] == {
+        "embed_dim": 64,
+        "depth": 2,
+        "num_heads": 2,
+        "mlp_ratio": 4.0,
+        "patch_size": 8,
+        "pretrain_img_size": 48,
+        "pretrain_use_cls_token": True,
+    }
+    assert (
+        "cls_token.weight" in summary["dropped"]
+        and "decoder_pred.weight" in summary["dropped"]
+        and summary["tensors"] == len(payload["model"])
+    )

@@ -39,7 +39,13 @@ def checkpoint(tmp_path):
 def options(tmp_path) -> dict:
     script = tmp_path / "lazyconfig_train_net.py"
     script.write_text(FAKE_TRAIN)
-    return {"python": sys.executable, "train_script": str(script), "config_file": "projects/ViTDet/configs/COCO/mask_rcnn_vitdet_b_100ep.py", "gpus": 8, "overrides": ["train.max_iter=100"]}
+    return {
+        "python": sys.executable,
+        "train_script": str(script),
+        "config_file": "projects/ViTDet/configs/COCO/mask_rcnn_vitdet_b_100ep.py",
+        "gpus": 8,
+        "overrides": ["train.max_iter=100"],
+    }
 
 
 def test_detectron2_trains_from_the_converted_checkpoint_and_its_ap_is_read_back(tmp_path, checkpoint):
@@ -48,7 +54,12 @@ def test_detectron2_trains_from_the_converted_checkpoint_and_its_ap_is_read_back
     assert (scores["ap_box"], scores["ap_mask"], scores["ap50_box"], scores["iteration"]) == (40.5, 36.25, 61.0, 99)
     seen = json.loads((work / "seen.json").read_text())
     assert seen["datasets"] == str(tmp_path / "datasets")
-    assert seen["args"][:4] == ["--config-file", "projects/ViTDet/configs/COCO/mask_rcnn_vitdet_b_100ep.py", "--num-gpus", "8"]
+    assert seen["args"][:4] == [
+        "--config-file",
+        "projects/ViTDet/configs/COCO/mask_rcnn_vitdet_b_100ep.py",
+        "--num-gpus",
+        "8",
+    ]
     assert f"train.init_checkpoint={work / 'vitdet_init.pth'}" in seen["args"] and "train.max_iter=100" in seen["args"]
     assert "model.backbone.net.pretrain_img_size=32" in seen["args"]
     converted = torch.load(work / "vitdet_init.pth")

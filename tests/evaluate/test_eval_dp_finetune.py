@@ -59,7 +59,10 @@ def test_batches_are_the_projects_poisson_batches(small_run):
     sampler = PoissonBatches(300, 0.2, 40, SMALL.seed)
     sizes = torch.tensor([len(sampler.indices(step)) for step in range(40)], dtype=torch.float64)
     realised = small_run["batch_sizes"]
-    assert realised["mean"] == pytest.approx(float(sizes.mean())) and (realised["min"], realised["max"]) == (sizes.min(), sizes.max())
+    assert realised["mean"] == pytest.approx(float(sizes.mean())) and (realised["min"], realised["max"]) == (
+        sizes.min(),
+        sizes.max(),
+    )
     binomial_std = math.sqrt(300 * 0.2 * 0.8)
     assert abs(realised["mean"] - 60) < 4 * binomial_std / math.sqrt(40)
     assert 0.5 * binomial_std < realised["std"] < 1.5 * binomial_std

@@ -7,7 +7,14 @@ import torch
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice
-from dpvip.evaluate.finetune import AutoAugmented, Classifier, FinetuneSettings, classifier_accuracy, finetune, finetune_grid
+from dpvip.evaluate.finetune import (
+    AutoAugmented,
+    Classifier,
+    FinetuneSettings,
+    classifier_accuracy,
+    finetune,
+    finetune_grid,
+)
 from dpvip.models import MAESettings
 from dpvip.models.mae import MaskedAutoencoder
 
@@ -33,7 +40,11 @@ def bright_or_dark(count: int, seed: int) -> LabelledImages:
 def test_the_encoder_and_head_train_and_the_decoder_stays_out():
     classifier = Classifier(mae(), 2, FeatureChoice())
     trainable = {name for name, p in classifier.named_parameters() if p.requires_grad}
-    assert "head.weight" in trainable and "mae.blocks.0.attn.qkv.weight" in trainable and "mae.patch_embed.proj.weight" in trainable
+    assert (
+        "head.weight" in trainable
+        and "mae.blocks.0.attn.qkv.weight" in trainable
+        and "mae.patch_embed.proj.weight" in trainable
+    )
     assert not any(name.startswith(("mae.decoder", "mae.mask_token")) for name in trainable)
     assert classifier(torch.zeros(3, 3, 16, 16)).shape == (3, 2)
 
@@ -65,10 +76,14 @@ def test_auto_augment_keeps_shape_and_changes_images():
 def test_the_grid_reports_every_lr_and_the_best():
     result = finetune_grid(mae(), bright_or_dark(16, seed=4), bright_or_dark(16, seed=5), QUICK, [1e-3, 1e-9])
     assert set(result["grid"]) == {1e-3, 1e-9}
-    assert result["accuracy"] == max(result["grid"].values()) and result["lr"] == max(result["grid"], key=result["grid"].get)
+    assert result["accuracy"] == max(result["grid"].values()) and result["lr"] == max(
+        result["grid"], key=result["grid"].get
+    )
 
 
-@pytest.mark.parametrize("change", [{"epochs": 0}, {"lr": 0.0}, {"batch_size": 0}, {"features": FeatureChoice(pooling="max")}])
+@pytest.mark.parametrize(
+    "change", [{"epochs": 0}, {"lr": 0.0}, {"batch_size": 0}, {"features": FeatureChoice(pooling="max")}]
+)
 def test_bad_settings_are_refused(change):
     from dataclasses import replace
 

@@ -19,10 +19,30 @@ FEATURES = {"pooling": "mean", "last_blocks": 1, "final_norm": True}
 SECTION = {
     "image_size": 16,
     "datasets": {"ImageNet-1K": {"source": "digits", "test_fraction": 0.2, "seed": 0}},
-    "linear_probe": {"epochs": 5, "warmup_epochs": 1, "batch_size": 256, "blrs": [16.0, 1.0], "weight_decay": 0.0, "augment": False, "seed": 0, "features": FEATURES},
+    "linear_probe": {
+        "epochs": 5,
+        "warmup_epochs": 1,
+        "batch_size": 256,
+        "blrs": [16.0, 1.0],
+        "weight_decay": 0.0,
+        "augment": False,
+        "seed": 0,
+        "features": FEATURES,
+    },
     "dp_finetune": {
-        "dataset": "ImageNet-1K", "batch_size": 512, "noise_multiplier": 1.0, "steps": 3, "lr": 1e-2, "weight_decay": 0.005, "warmup_steps": 1,
-        "clip_norm": 1.0, "delta": None, "accountant": "rdp", "micro_batch": 256, "seed": 0, "features": FEATURES,
+        "dataset": "ImageNet-1K",
+        "batch_size": 512,
+        "noise_multiplier": 1.0,
+        "steps": 3,
+        "lr": 1e-2,
+        "weight_decay": 0.005,
+        "warmup_steps": 1,
+        "clip_norm": 1.0,
+        "delta": None,
+        "accountant": "rdp",
+        "micro_batch": 256,
+        "seed": 0,
+        "features": FEATURES,
     },
 }
 
@@ -39,7 +59,12 @@ def test_a_probe_job_writes_its_column_grid_and_stand_in(tmp_path, checkpoint):
     out = tmp_path / "probe.json"
     run_evaluation(Evaluation("linear_probe", "vip_pico", "ImageNet-1K"), SECTION, checkpoint, out)
     result = json.loads(out.read_text())
-    assert result["evaluation"] == {"task": "linear_probe", "backbone": "vip_pico", "dataset": "ImageNet-1K", "shots": None}
+    assert result["evaluation"] == {
+        "task": "linear_probe",
+        "backbone": "vip_pico",
+        "dataset": "ImageNet-1K",
+        "shots": None,
+    }
     assert result["columns"]["ImageNet-1K"] == 100 * result["grid"]["accuracy"] > 20  # chance: 10%
     assert set(result["grid"]["grid"]) == {"16.0", "1.0"}
     assert result["data"] == {"stand_in": "scikit-learn digits", "train": 1437, "test": 360}
@@ -53,7 +78,11 @@ def test_a_dp_finetune_job_writes_its_ledger(tmp_path, checkpoint):
     ledger = result["privacy"]
     assert ledger["steps_done"] == ledger["planned_steps"] == 3 and ledger["noise_multiplier"] == 1.0
     assert ledger["sample_rate"] == 512 / 1437 and ledger["delta"] == 1 / (2 * 1437)
-    assert result["columns"] == {"Top-1 Accuracy": pytest.approx(result["columns"]["Top-1 Accuracy"]), "epsilon": ledger["epsilon_spent"], "delta": ledger["delta"]}
+    assert result["columns"] == {
+        "Top-1 Accuracy": pytest.approx(result["columns"]["Top-1 Accuracy"]),
+        "epsilon": ledger["epsilon_spent"],
+        "delta": ledger["delta"],
+    }
     # the epsilon the run records is the accountant's for its (q, sigma, steps, delta)
     from dpvip.privacy.accounting import Mechanism, epsilon
 

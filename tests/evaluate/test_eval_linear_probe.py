@@ -99,7 +99,9 @@ def test_lars_adapts_the_weight_matrix_and_not_the_bias():
     assert weights["params"] == [probe.head.weight] and weights["always_adapt"] is True
     assert biases["params"] == [probe.head.bias] and biases["always_adapt"] is False
     assert weights["weight_decay"] == SETTINGS.weight_decay and biases["weight_decay"] == 0.0
-    assert all(group["lr"] == 0.5 and group["momentum"] == 0.9 and group["trust_coeff"] == 0.001 for group in (weights, biases))
+    assert all(
+        group["lr"] == 0.5 and group["momentum"] == 0.9 and group["trust_coeff"] == 0.001 for group in (weights, biases)
+    )
 
 
 def test_a_lars_step_is_sgd_momentum_on_the_bias_and_trust_scaled_on_the_weight():
@@ -128,7 +130,10 @@ def test_a_lars_step_is_sgd_momentum_on_the_bias_and_trust_scaled_on_the_weight(
             assert not torch.allclose(weight_before - probe.head.weight, lr * grad, atol=1e-6)
 
 
-@pytest.mark.parametrize("features, labels", [(torch.randn(10, 4), torch.zeros(9, dtype=torch.long)), (torch.randn(0, 4), torch.zeros(0, dtype=torch.long))])
+@pytest.mark.parametrize(
+    "features, labels",
+    [(torch.randn(10, 4), torch.zeros(9, dtype=torch.long)), (torch.randn(0, 4), torch.zeros(0, dtype=torch.long))],
+)
 def test_mismatched_or_empty_features_and_labels_are_refused(features, labels):
     with pytest.raises(DpvipInputError, match="as many labels as features"):
         train_probe(features, labels, CLASSES, SETTINGS)
@@ -163,9 +168,15 @@ def test_an_augmented_probe_sees_new_views_through_the_frozen_encoder_each_batch
     train = LabelledImages(images, torch.arange(8) % 2, 2, "tiny")
     seen = []
     encode = linear_probe.encoder_features
-    monkeypatch.setattr(linear_probe, "encoder_features", lambda model, views, choice: seen.append(views) or encode(model, views, choice))
+    monkeypatch.setattr(
+        linear_probe,
+        "encoder_features",
+        lambda model, views, choice: seen.append(views) or encode(model, views, choice),
+    )
     choice = FeatureChoice()
-    probe = linear_probe.train_probe_augmented(mae, choice, train, ProbeSettings(epochs=2, warmup_epochs=0, batch_size=4, blr=1.0, augment=True))
+    probe = linear_probe.train_probe_augmented(
+        mae, choice, train, ProbeSettings(epochs=2, warmup_epochs=0, batch_size=4, blr=1.0, augment=True)
+    )
     assert probe.head.in_features == choice.width(64) and not mae.training
     assert len(seen) == 4 and all(views.shape == (4, 3, 16, 16) for views in seen)  # 2 epochs of 2 batches
     originals = {tuple(image.flatten()[:5].tolist()) for image in images}

@@ -67,8 +67,14 @@ def test_each_table_asks_for_the_evaluations_of_its_cells(backbones):
         Evaluation("dp_finetune", "syn_vip_micro", "ImageNet-1K"),
         Evaluation("dp_finetune", "vip_micro", "ImageNet-1K"),
     ]
-    assert [e.backbone for e in plan.table_evaluations("vip_table8", COLUMNS["vip_table8"])] == ["vip_micro", "vip_micro_eps2"]
-    assert [e.backbone for e in plan.table_evaluations("vip_table11", COLUMNS["vip_table11"])] == ["vip_micro", "vip_micro_dec1"]
+    assert [e.backbone for e in plan.table_evaluations("vip_table8", COLUMNS["vip_table8"])] == [
+        "vip_micro",
+        "vip_micro_eps2",
+    ]
+    assert [e.backbone for e in plan.table_evaluations("vip_table11", COLUMNS["vip_table11"])] == [
+        "vip_micro",
+        "vip_micro_dec1",
+    ]
 
 
 def test_evaluations_are_shared_between_tables_and_paths_name_them(backbones):
@@ -88,19 +94,32 @@ def test_table_rows_name_the_paper_rows_they_reproduce(backbones):
     labels = lambda table, **kw: [row.label for row in table_rows(table, COLUMNS[table], backbones, **kw)]  # noqa: E731
     assert labels("vip_table9") == ["(Syn)-ViP-micro", "(Syn)-ViP-pico", "ViP-micro", "ViP-pico"]
     assert labels("vip_table10", examples={"vip_micro": 233_000_000, "vip_micro_n1024": 1024}) == [
-        "(Syn)-ViP", "ViP / data 1024", "ViP / data 233M", "ViP / batch 64", "ViP / batch 256"
+        "(Syn)-ViP",
+        "ViP / data 1024",
+        "ViP / data 233M",
+        "ViP / batch 64",
+        "ViP / batch 256",
     ]
     (row,) = table_rows("vip_table8", COLUMNS["vip_table8"], backbones)
-    assert row.cells == {"epsilon = 2.0": ("vip_micro_eps2", "ImageNet-1K"), "epsilon = 8.0": ("vip_micro", "ImageNet-1K")}
+    assert row.cells == {
+        "epsilon = 2.0": ("vip_micro_eps2", "ImageNet-1K"),
+        "epsilon = 8.0": ("vip_micro", "ImageNet-1K"),
+    }
 
 
 def test_a_task_using_an_undefined_dataset_is_refused_by_name(backbones):
     section = SECTION | {"few_shot": {"datasets": {"Aircraft": [10]}}}
-    with pytest.raises(DpvipInputError, match="evaluate.few_shot uses dataset 'Aircraft', which evaluate.datasets does not define"):
+    with pytest.raises(
+        DpvipInputError, match="evaluate.few_shot uses dataset 'Aircraft', which evaluate.datasets does not define"
+    ):
         EvaluationPlan(section, backbones)
 
 
 def test_a_job_sees_only_its_part_of_the_config(backbones):
     plan = EvaluationPlan(SECTION, backbones)
     part = plan.job_section(Evaluation("linear_probe", "vip_micro", "ImageNet-1K"))
-    assert part == {"image_size": 32, "datasets": {"ImageNet-1K": {"source": "digits"}}, "linear_probe": {"datasets": ["ImageNet-1K"]}}
+    assert part == {
+        "image_size": 32,
+        "datasets": {"ImageNet-1K": {"source": "digits"}},
+        "linear_probe": {"datasets": ["ImageNet-1K"]},
+    }

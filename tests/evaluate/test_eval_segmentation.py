@@ -166,7 +166,15 @@ def test_ade20k_names_a_missing_folder_or_annotation(tmp_path):
 # --- settings ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "field, value",
-    [("epochs", 0), ("batch_size", 0), ("lr", 0.0), ("layer_decay", 1.5), ("warmup_epochs", -1.0), ("channels", 0), ("aux_weight", -0.1)],
+    [
+        ("epochs", 0),
+        ("batch_size", 0),
+        ("lr", 0.0),
+        ("layer_decay", 1.5),
+        ("warmup_epochs", -1.0),
+        ("channels", 0),
+        ("aux_weight", -0.1),
+    ],
 )
 def test_bad_settings_are_refused_naming_the_field(field, value):
     with pytest.raises(DpvipInputError, match=field):

@@ -49,7 +49,10 @@ def test_a_saved_mae_loads_to_the_same_outputs(saved):
         (MAESettings("mini", image_size=32, patch_size=4), "holds an MAE with size 'micro', not 'mini'"),
         (MAESettings("micro", image_size=64, patch_size=4), "holds an MAE with image_size 32, not 64"),
         (MAESettings("micro", image_size=32, patch_size=8), "holds an MAE with patch_size 4, not 8"),
-        (MAESettings("micro", image_size=32, patch_size=4, decoder_depth=3), "holds an MAE with decoder_depth 2, not 3"),
+        (
+            MAESettings("micro", image_size=32, patch_size=4, decoder_depth=3),
+            "holds an MAE with decoder_depth 2, not 3",
+        ),
     ],
 )
 def test_another_architecture_is_refused_by_name(saved, expected, named):

@@ -33,9 +33,18 @@ def test_large_follows_the_printed_architecture_not_the_printed_count():
     assert parameters_in_millions("large") == pytest.approx(316.6, abs=0.1)
 
 
-@pytest.mark.parametrize("name, image_size, patch_size", [
-    ("nano", 224, 16), ("large", 224, 16), ("base_dec8", 224, 16), ("micro", 32, 4), ("micro_dec1", 32, 4), ("pico", 32, 4), ("mini", 64, 8),
-])
+@pytest.mark.parametrize(
+    "name, image_size, patch_size",
+    [
+        ("nano", 224, 16),
+        ("large", 224, 16),
+        ("base_dec8", 224, 16),
+        ("micro", 32, 4),
+        ("micro_dec1", 32, 4),
+        ("pico", 32, 4),
+        ("mini", 64, 8),
+    ],
+)
 def test_closed_form_count_equals_the_built_network(name, image_size, patch_size):
     """Tables count parameters without torch (mae_parameters); the built network decides."""
     size, decoder_depth = mae_variant(name)

@@ -16,7 +16,10 @@ def test_visible_patches_are_the_original_and_masked_patches_are_replaced():
     assert inputs.shape == (3, 3, 32, 32)
     panel = reconstruct(model, inputs, seed=1)
     assert {key: value.shape for key, value in panel.items()} == {
-        "original": (3, 32, 32, 3), "masked": (3, 32, 32, 3), "reconstruction": (3, 32, 32, 3), "loss": (3,),
+        "original": (3, 32, 32, 3),
+        "masked": (3, 32, 32, 3),
+        "reconstruction": (3, 32, 32, 3),
+        "loss": (3,),
     }
     mask = model(inputs, generator=torch.Generator().manual_seed(1)).mask  # the same masks
     pixel_mask = mask.reshape(3, 8, 8).repeat_interleave(4, 1).repeat_interleave(4, 2).bool().numpy()

@@ -143,7 +143,12 @@ spent = epsilon([Mechanism(0.01, 1.0, 10)], 1e-5, "rdp").epsilon
 print(json.dumps({"before": before, "after": loaded(), "epsilon": spent}))
 """
     env = os.environ | {"DPVIP_MEMO": str(tmp_path)}
-    runs = [json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout) for _ in range(2)]
+    runs = [
+        json.loads(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        )
+        for _ in range(2)
+    ]
     assert runs[0]["before"] == [] and "opacus" in runs[0]["after"]  # a miss computes with opacus
     assert runs[1]["before"] == runs[1]["after"] == []  # the second process reads the memo
     assert runs[1]["epsilon"] == runs[0]["epsilon"]

@@ -34,12 +34,21 @@ def test_papers_filter(root):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("claims: [{id: a, paper: p, source: s, setting: x, n: 10, delta: 2, epsilon: 1, accountant: rdp, "
-         "mechanisms: [{batch: 1, sigma: 1, steps: 1}]}]", "delta 2"),
-        ("claims: [{id: a, paper: p, source: s, setting: x, n: 10, delta: 0.1, epsilon: 1, accountant: xyz, "
-         "mechanisms: [{batch: 1, sigma: 1, steps: 1}]}]", "accountant 'xyz'"),
-        ("claims: [{id: a, paper: p, source: s, setting: x, n: 10, delta: 0.1, epsilon: 1, accountant: rdp, "
-         "mechanisms: [{batch: 20, sigma: 1, steps: 1}]}]", "sample rate 2.0"),
+        (
+            "claims: [{id: a, paper: p, source: s, setting: x, n: 10, delta: 2, epsilon: 1, accountant: rdp, "
+            "mechanisms: [{batch: 1, sigma: 1, steps: 1}]}]",
+            "delta 2",
+        ),
+        (
+            "claims: [{id: a, paper: p, source: s, setting: x, n: 10, delta: 0.1, epsilon: 1, accountant: xyz, "
+            "mechanisms: [{batch: 1, sigma: 1, steps: 1}]}]",
+            "accountant 'xyz'",
+        ),
+        (
+            "claims: [{id: a, paper: p, source: s, setting: x, n: 10, delta: 0.1, epsilon: 1, accountant: rdp, "
+            "mechanisms: [{batch: 20, sigma: 1, steps: 1}]}]",
+            "sample rate 2.0",
+        ),
         ("claims: [{id: a, paper: p}]", "missing key(s)"),
     ],
 )

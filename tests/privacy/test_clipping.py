@@ -213,7 +213,9 @@ def check_tiny(model, x, linear_paths, expected_paths):
 )
 def test_tiny_model_with_both_linear_paths_equals_naive_loop(height, width, token_path, linear_paths):
     model = tiny()
-    check_tiny(model, tiny_inputs(height, width), linear_paths, {"tokens": token_path, "wide": "ghost", "narrow": "formed"})
+    check_tiny(
+        model, tiny_inputs(height, width), linear_paths, {"tokens": token_path, "wide": "ghost", "narrow": "formed"}
+    )
 
 
 def test_frozen_parameters_are_left_out_of_the_norm_and_the_sums(linear_paths):

@@ -82,7 +82,9 @@ def test_small_wide_resnet_equals_per_example_loop():
     model = WideResNet(WRNSize(10, 1), num_classes=3).double()
     x = torch.randn(4, 3, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     labels = torch.tensor([0, 1, 2, 1])
-    check_against_reference(model, lambda rows: nn.functional.cross_entropy(model(x[rows]), labels[rows], reduction="none"), len(x))
+    check_against_reference(
+        model, lambda rows: nn.functional.cross_entropy(model(x[rows]), labels[rows], reduction="none"), len(x)
+    )
 
 
 @pytest.mark.parametrize("views", [1, 3])

@@ -46,7 +46,9 @@ def mixed_model():
 
 def views_of(examples, views, size, seed=1):
     """(examples * views, 2, size, size), example-major: rows iK .. iK + K - 1 are example i."""
-    return torch.randn(examples * views, 2, size, size, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    return torch.randn(
+        examples * views, 2, size, size, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)
+    )
 
 
 def naive_mean_view_clipped_sum(model, x, views, clip_norm):

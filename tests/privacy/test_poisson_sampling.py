@@ -97,7 +97,10 @@ def test_ranks_partition_the_single_rank_batch(world):
 def test_ranks_draw_independently():
     n, q, steps = 4 * BLOCK, 0.05, 400
     sizes = np.array(
-        [[len(PoissonBatches(n, q, steps, seed=5, rank=rank, world=2).indices(step)) for rank in (0, 1)] for step in range(steps)]
+        [
+            [len(PoissonBatches(n, q, steps, seed=5, rank=rank, world=2).indices(step)) for rank in (0, 1)]
+            for step in range(steps)
+        ]
     )
     assert sizes.min() > 0
     # Sample correlation of independent sizes: standard error 1 / sqrt(400) = 0.05.

@@ -44,7 +44,9 @@ def trainable(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def naive_gradient(model: nn.Module, example_losses: list, clip_norm: float, sigma: float, expected_batch: float, seed: int, step: int) -> list[torch.Tensor]:
+def naive_gradient(
+    model: nn.Module, example_losses: list, clip_norm: float, sigma: float, expected_batch: float, seed: int, step: int
+) -> list[torch.Tensor]:
     """(sum_i clip_C(grad l_i) + sigma C xi) / (q n), one example at a time, in float64; xi is
     the run's noise draw of that step (seed (run seed, NOISE, step)), in the parameters' order."""
     params = trainable(model)
@@ -83,7 +85,12 @@ def steps_seen(monkeypatch) -> list[Seen]:
 
     def recording_call(self, step, micro_batches):
         params = self.clipper.params
-        record = Seen(copy.deepcopy(self.clipper.model), self.optimizer, copy.deepcopy(self.optimizer.state_dict()), [p.detach().clone() for p in params])
+        record = Seen(
+            copy.deepcopy(self.clipper.model),
+            self.optimizer,
+            copy.deepcopy(self.optimizer.state_dict()),
+            [p.detach().clone() for p in params],
+        )
         real_step = self.optimizer.step
 
         def step_and_record(*args, **kwargs):
@@ -127,16 +134,31 @@ def dp_mae_step(tmp_path, seen):
     from dpvip.train.dp_settings import DPPretrainSettings
 
     index = write_synthetic_index(tmp_path / "data", "shaders", 64, 32, 64, options={"programs": 4})
-    settings = DPPretrainSettings.from_config({"image_size": 32, "patch_size": 4, "steps": 3, "batch_size": 16, "clip_norm": 0.05, "micro_batch": 6, "epsilon": 4.0}, "pico")
+    settings = DPPretrainSettings.from_config(
+        {
+            "image_size": 32,
+            "patch_size": 4,
+            "steps": 3,
+            "batch_size": 16,
+            "clip_norm": 0.05,
+            "micro_batch": 6,
+            "epsilon": 4.0,
+        },
+        "pico",
+    )
     training = DPMAETraining(settings, index, tmp_path / "run", progress=False)
     q, n = 16 / 64, 64
     chosen = PoissonBatches(n, q, 3, settings.seed).indices(0)
     assert list(training.sampler.indices(0)) == list(chosen)  # the loader's batches are the reference's
     dataset = training.dataset()
-    images, noise, _ = collate_skipping_corrupt([dataset[(int(i), example_seed(settings.seed, 0, int(i)))] for i in chosen])
+    images, noise, _ = collate_skipping_corrupt(
+        [dataset[(int(i), example_seed(settings.seed, 0, int(i)))] for i in chosen]
+    )
     training.train_step(images, noise)
     sigma = accounting.noise_multiplier(q, 3, 4.0, 1 / (2 * n), "rdp").noise_multiplier
-    losses = [lambda model, k=k: model(images[k : k + 1], noise[k : k + 1]).loss.float().sum() for k in range(len(chosen))]
+    losses = [
+        lambda model, k=k: model(images[k : k + 1], noise[k : k + 1]).loss.float().sum() for k in range(len(chosen))
+    ]
     return losses, settings.clip_norm, sigma, q * n, settings.seed
 
 
@@ -149,11 +171,15 @@ def dp_finetune_step(tmp_path, seen):
     train = digits(8)[0].subset(range(48))
     torch.manual_seed(0)
     mae = MaskedAutoencoder(MAESettings("pico", image_size=8, patch_size=4))
-    settings = DPFinetuneSettings(batch_size=12, noise_multiplier=0.8, steps=2, warmup_steps=0, micro_batch=5, clip_norm=0.5)
+    settings = DPFinetuneSettings(
+        batch_size=12, noise_multiplier=0.8, steps=2, warmup_steps=0, micro_batch=5, clip_norm=0.5
+    )
     train_dp_classifier(mae, train, settings, progress=False)
     chosen = PoissonBatches(48, 12 / 48, 2, settings.seed).indices(0)
     images, labels = train.images[chosen], train.labels[chosen]
-    losses = [lambda model, k=k: F.cross_entropy(model(images[k : k + 1]), labels[k : k + 1]) for k in range(len(chosen))]
+    losses = [
+        lambda model, k=k: F.cross_entropy(model(images[k : k + 1]), labels[k : k + 1]) for k in range(len(chosen))
+    ]
     return losses, settings.clip_norm, 0.8, 12.0, settings.seed
 
 
@@ -164,8 +190,23 @@ def dprandp_step(phase2_steps: int):
         from dpvip.randp.private import PrivateTraining, fresh_network
         from dpvip.randp.private_settings import PrivateSettings
 
-        train = private_splits("CIFAR-10", {"source": "digits", "validation_fraction": 0.1}, 8)[0]["train"].subset(range(200))
-        s = PrivateSettings(model="wrn10_1", epsilon=2.0, steps=3, phase2_steps=phase2_steps, lr_phase2=2.0, lr_phase3=0.5, batch_size=20, augmult=2, image_size=8, micro_batch=7, padding=2, momentum=0.9)
+        train = private_splits("CIFAR-10", {"source": "digits", "validation_fraction": 0.1}, 8)[0]["train"].subset(
+            range(200)
+        )
+        s = PrivateSettings(
+            model="wrn10_1",
+            epsilon=2.0,
+            steps=3,
+            phase2_steps=phase2_steps,
+            lr_phase2=2.0,
+            lr_phase3=0.5,
+            batch_size=20,
+            augmult=2,
+            image_size=8,
+            micro_batch=7,
+            padding=2,
+            momentum=0.9,
+        )
         network = fresh_network(s.model, 10, s.seed)
         if phase2_steps == 0:  # the head starts at zero: give it weights, so every layer has a gradient
             torch.nn.init.normal_(network.classifier.weight, std=0.1)
@@ -193,7 +234,17 @@ def head_step(tmp_path, seen):
     from dpvip.transfer.head import HeadSettings, fit_head, sigmoid_loss
 
     x, y = features()
-    settings = HeadSettings(optimizer="lamb", lr=0.1, batch_fraction=0.25, epochs=0.5, epsilon=3.0, delta=1e-5, clip_norm=0.7, accountant="rdp", init_scale=1.0)
+    settings = HeadSettings(
+        optimizer="lamb",
+        lr=0.1,
+        batch_fraction=0.25,
+        epochs=0.5,
+        epsilon=3.0,
+        delta=1e-5,
+        clip_norm=0.7,
+        accountant="rdp",
+        init_scale=1.0,
+    )
     fit_head(x[None], y, 3, settings)
     chosen = PoissonBatches(40, 0.25, 2, settings.seed).indices(0)
     sigma = accounting.noise_multiplier(0.25, 2, 3.0, 1e-5, "rdp").noise_multiplier
@@ -270,7 +321,9 @@ def test_steps_charge_the_ledger_and_equal_the_reference_then_refuse_past_the_bu
         assert dp_step.ledger.steps_done == step + 1 and report.examples == len(chosen) > 0
         record = steps_seen[-1]
         losses = [lambda m, i=int(i): F.cross_entropy(m(x[i : i + 1]), y[i : i + 1]) for i in chosen]
-        assert_step_is_the_reference(record, naive_gradient(record.model, losses, 0.3, ledger.noise_multiplier, 10.0, 7, step))
+        assert_step_is_the_reference(
+            record, naive_gradient(record.model, losses, 0.3, ledger.noise_multiplier, 10.0, 7, step)
+        )
     with pytest.raises(BudgetExceeded):
         dp_step(2, micro_batches(model, dp_step.batch(1)))
     assert dp_step.ledger.steps_done == 2

@@ -21,7 +21,9 @@ def naive_alignment(z1, z2, alpha):
 
 
 def naive_uniformity(z, t):
-    terms = [math.exp(-t * math.dist(z[i].tolist(), z[j].tolist()) ** 2) for i in range(len(z)) for j in range(i + 1, len(z))]
+    terms = [
+        math.exp(-t * math.dist(z[i].tolist(), z[j].tolist()) ** 2) for i in range(len(z)) for j in range(i + 1, len(z))
+    ]
     return math.log(sum(terms) / len(terms))
 
 

@@ -22,6 +22,7 @@ def sphere(n: int, dim: int, seed: int) -> torch.Tensor:
 
 def naive_info_nce(queries, keys, negatives, temperature) -> float:
     total = 0.0
+
     def dot(a, b):
         return sum(x * y for x, y in zip(a, b))
 
@@ -53,7 +54,9 @@ def moco(queue: int = 5, dim: int = 3, momentum: float = 0.9, temperature: float
 @pytest.mark.parametrize("temperature", [0.07, 0.5, 1.0])
 def test_info_nce_matches_a_loop(temperature):
     q, k, negatives = sphere(4, 6, 0), sphere(4, 6, 1), sphere(7, 6, 2)
-    assert info_nce_loss(q, k, negatives, temperature).item() == pytest.approx(naive_info_nce(q, k, negatives, temperature), rel=1e-10)
+    assert info_nce_loss(q, k, negatives, temperature).item() == pytest.approx(
+        naive_info_nce(q, k, negatives, temperature), rel=1e-10
+    )
 
 
 def test_the_key_encoder_starts_as_a_frozen_copy_and_follows_a_moving_average():
@@ -65,7 +68,9 @@ def test_the_key_encoder_starts_as_a_frozen_copy_and_follows_a_moving_average():
         query.weight.add_(1.0)
     module.update_key_encoder()
     assert torch.allclose(key.weight, 0.9 * before_key + 0.1 * query.weight, rtol=0, atol=1e-12)
-    assert sum(p.numel() for p in module.parameters() if p.requires_grad) == sum(p.numel() for p in module.encoder.parameters())
+    assert sum(p.numel() for p in module.parameters() if p.requires_grad) == sum(
+        p.numel() for p in module.encoder.parameters()
+    )
 
 
 def test_the_queue_overwrites_its_oldest_keys_and_wraps_around():
@@ -87,10 +92,16 @@ def test_the_queue_overwrites_its_oldest_keys_and_wraps_around():
 def test_one_step_equals_the_step_written_out_by_hand():
     module = moco(queue=5, momentum=0.9, temperature=0.5)
     generator = torch.Generator().manual_seed(3)
-    view1, view2 = torch.randn(2, 4, generator=generator, dtype=torch.float64), torch.randn(2, 4, generator=generator, dtype=torch.float64)
+    view1, view2 = (
+        torch.randn(2, 4, generator=generator, dtype=torch.float64),
+        torch.randn(2, 4, generator=generator, dtype=torch.float64),
+    )
     with torch.no_grad():
         module.encoder.linear.weight.mul_(2.0)  # query and key encoders now differ
-    query_weight, query_bias = module.encoder.linear.weight.detach().clone(), module.encoder.linear.bias.detach().clone()
+    query_weight, query_bias = (
+        module.encoder.linear.weight.detach().clone(),
+        module.encoder.linear.bias.detach().clone(),
+    )
     key_weight = 0.9 * module.key_encoder.linear.weight.detach() + 0.1 * query_weight
     key_bias = 0.9 * module.key_encoder.linear.bias.detach() + 0.1 * query_bias
     negatives = module.queue.clone()

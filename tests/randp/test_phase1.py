@@ -37,7 +37,16 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 IMAGES, SHARD_SIZE = 64, 32
 # 2 epochs of 4 steps (batch 16 of 64 images), lr x0.1 from the second epoch.
-TINY = {"image_size": 16, "epochs": 2, "batch_size": 16, "milestones": [1], "projection": {"hidden": 64, "out": 32}, "moco": {"queue": 24, "milestones": [1]}, "log_every": 1, "checkpoint_every": 3}
+TINY = {
+    "image_size": 16,
+    "epochs": 2,
+    "batch_size": 16,
+    "milestones": [1],
+    "projection": {"hidden": 64, "out": 32},
+    "moco": {"queue": 24, "milestones": [1]},
+    "log_every": 1,
+    "checkpoint_every": 3,
+}
 STEPS = 8
 
 
@@ -49,7 +58,9 @@ def tiny(method: str = "align_uniform", **changes) -> Phase1Settings:
 def index(tmp_path_factory):
     """64 StyleGAN-Oriented images at 32 px in two shards (under a second)."""
     options = {"rebuild_every": 400, "block_size": 8}
-    return write_synthetic_index(tmp_path_factory.mktemp("stylegan"), "stylegan_oriented", IMAGES, 32, SHARD_SIZE, options=options)
+    return write_synthetic_index(
+        tmp_path_factory.mktemp("stylegan"), "stylegan_oriented", IMAGES, 32, SHARD_SIZE, options=options
+    )
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +216,9 @@ def test_corrupt_samples_are_skipped_and_counted(index, tmp_path):
             copy = tarfile.TarInfo(member.name)
             copy.size = len(data)
             sink.addfile(copy, io.BytesIO(data))
-    (tmp_path / "index.json").write_text(json.dumps({"shards": [{"file": "corrupt.tar", "samples": SHARD_SIZE}], "total_samples": SHARD_SIZE}))
+    (tmp_path / "index.json").write_text(
+        json.dumps({"shards": [{"file": "corrupt.tar", "samples": SHARD_SIZE}], "total_samples": SHARD_SIZE})
+    )
     record = train_phase1(tiny(epochs=1), tmp_path / "index.json", tmp_path / "run", progress=False)
     assert record["steps"] == 2 and record["skipped_samples"] == 1 and record["images_seen"] == 31
     assert math.isfinite(record["final_loss"])
@@ -229,22 +242,49 @@ def test_the_learning_rate_scales_with_the_batch_size():
 
 def test_defaults_are_the_papers_and_the_config_section_is_read():
     paper = Phase1Settings()
-    assert (paper.model, paper.image_size, paper.epochs, paper.batch_size, paper.milestones) == ("wrn16_4", 32, 200, 256, (155, 170, 185))
+    assert (paper.model, paper.image_size, paper.epochs, paper.batch_size, paper.milestones) == (
+        "wrn16_4",
+        32,
+        200,
+        256,
+        (155, 170, 185),
+    )
     assert (paper.projection_hidden, paper.projection_out, paper.momentum, paper.weight_decay) == (4096, 128, 0.9, 1e-4)
     assert (paper.moco_queue, paper.moco_momentum, paper.moco_temperature, paper.moco_lr) == (65536, 0.999, 0.07, 0.03)
-    section = {"model": "wrn16_4", "dataset": "stylegan_oriented", "method": "moco", "image_size": 16, "epochs": 4, "milestones": [3],
-               "projection": {"hidden": 512, "out": 128}, "moco": {"queue": 1024, "momentum": 0.99, "temperature": 0.2, "lr": 0.03, "milestones": [3]},
-               "checkpoint_every": 8, "log_every": 2, "workers": 0, "seed": 0, "weight_decay": 1.0e-4}
+    section = {
+        "model": "wrn16_4",
+        "dataset": "stylegan_oriented",
+        "method": "moco",
+        "image_size": 16,
+        "epochs": 4,
+        "milestones": [3],
+        "projection": {"hidden": 512, "out": 128},
+        "moco": {"queue": 1024, "momentum": 0.99, "temperature": 0.2, "lr": 0.03, "milestones": [3]},
+        "checkpoint_every": 8,
+        "log_every": 2,
+        "workers": 0,
+        "seed": 0,
+        "weight_decay": 1.0e-4,
+    }
     settings = Phase1Settings.from_config(section, "wrn10_1", "align_uniform")
     assert (settings.model, settings.method) == ("wrn10_1", "align_uniform")  # the caller's
-    assert (settings.milestones, settings.projection_hidden, settings.moco_queue, settings.moco_milestones) == ((3,), 512, 1024, (3,))
+    assert (settings.milestones, settings.projection_hidden, settings.moco_queue, settings.moco_milestones) == (
+        (3,),
+        512,
+        1024,
+        (3,),
+    )
     assert settings.lr == 0.12  # absent: the paper's
     json.dumps(settings.fingerprint())
 
 
 def test_the_fingerprint_holds_what_changes_the_weights():
     fingerprint = Phase1Settings().fingerprint()
-    assert "log_every" not in fingerprint and "moco_queue" not in fingerprint and fingerprint["milestones"] == [155, 170, 185]
+    assert (
+        "log_every" not in fingerprint
+        and "moco_queue" not in fingerprint
+        and fingerprint["milestones"] == [155, 170, 185]
+    )
     assert Phase1Settings(moco_queue=5).fingerprint() == fingerprint  # align_uniform does not read it
     moco = Phase1Settings(method="moco").fingerprint()
     assert "alpha" not in moco and moco["moco_queue"] == 65536

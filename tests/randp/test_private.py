@@ -22,7 +22,19 @@ def splits():
 
 
 def settings(**changes) -> PrivateSettings:
-    values = dict(model="wrn10_1", epsilon=2.0, steps=6, phase2_steps=2, lr_phase2=2.0, lr_phase3=0.5, batch_size=64, augmult=2, image_size=8, micro_batch=32, checkpoint_every=2)
+    values = dict(
+        model="wrn10_1",
+        epsilon=2.0,
+        steps=6,
+        phase2_steps=2,
+        lr_phase2=2.0,
+        lr_phase3=0.5,
+        batch_size=64,
+        augmult=2,
+        image_size=8,
+        micro_batch=32,
+        checkpoint_every=2,
+    )
     return PrivateSettings(**(values | changes))
 
 
@@ -106,6 +118,16 @@ def test_resume_continues_the_run_and_its_ledger(splits, tmp_path, torch_one_thr
 def test_a_short_private_run_beats_chance(splits, tmp_path, torch_one_thread):
     # Digits at 8 px, epsilon 8: the EMA model is reported; chance is 10% (360 test images,
     # so 18% is more than 5 standard errors above it).
-    result = training(splits, tmp_path, epsilon=8.0, steps=40, phase2_steps=4, lr_phase2=4.0, lr_phase3=2.0, batch_size=128, micro_batch=128).run()
+    result = training(
+        splits,
+        tmp_path,
+        epsilon=8.0,
+        steps=40,
+        phase2_steps=4,
+        lr_phase2=4.0,
+        lr_phase3=2.0,
+        batch_size=128,
+        micro_batch=128,
+    ).run()
     assert result["accuracy"]["test"] > 18.0, result["accuracy"]
     assert result["accuracy"]["validation"] is not None

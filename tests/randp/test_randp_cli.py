@@ -14,10 +14,14 @@ def test_plan_lists_phase1_and_private_runs():
 
 
 def test_bad_requests_are_one_line_errors(tmp_path):
-    done = run_dpvip("dprandp", "private", "--run", "private/CIFAR-10/cold/p0_eps3_seed0", "--out", str(tmp_path / "r.json"))
+    done = run_dpvip(
+        "dprandp", "private", "--run", "private/CIFAR-10/cold/p0_eps3_seed0", "--out", str(tmp_path / "r.json")
+    )
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
     assert "no DP-RandP run 'private/CIFAR-10/cold/p0_eps3_seed0'" in done.stderr
-    done = run_dpvip("dprandp", "private", "--run", "private/CIFAR-10/randp_wrn10_1/p4_eps1_seed0", "--out", str(tmp_path / "r.json"))
+    done = run_dpvip(
+        "dprandp", "private", "--run", "private/CIFAR-10/randp_wrn10_1/p4_eps1_seed0", "--out", str(tmp_path / "r.json")
+    )
     assert done.returncode == 2 and "give its model.pt with --init" in done.stderr
     done = run_dpvip("dprandp", "plan", "--config", str(tmp_path / "missing.yaml"))
     assert done.returncode == 2 and "missing.yaml does not exist" in done.stderr

@@ -37,7 +37,13 @@ def test_epsilon_labels_round_trip():
 
 def test_embedded_runs_and_names(configs):
     plan = plan_of(configs[0])
-    assert [r.name for r in plan.phase1_runs()] == ["randp_wrn10_1", "randp_wrn10_1_dead_leaves", "randp_wrn10_1_shaders", "randp_wrn10_1_moco", "randp_wrn16_1"]
+    assert [r.name for r in plan.phase1_runs()] == [
+        "randp_wrn10_1",
+        "randp_wrn10_1_dead_leaves",
+        "randp_wrn10_1_shaders",
+        "randp_wrn10_1_moco",
+        "randp_wrn16_1",
+    ]
     runs = all_runs(plan)
     assert len(runs) == len(set(runs))
     # CIFAR-100 and DermaMNIST take CIFAR-10's runs in the embedded default: no run of theirs exists
@@ -58,7 +64,14 @@ def test_paper_plan_has_the_papers_schedules(configs):
     assert plan.entry("DermaMNIST", 7.42).steps == 800
     assert plan.epsilons("CIFAR-100") == [3.0, 4.0, 6.0, 8.0, math.inf]
     settings = private_settings(plan, plan.run("DermaMNIST", plan.main_init, 1.0, 3))
-    assert (settings.batch_size, settings.augmult, settings.clip_norm, settings.accountant, settings.ema_decay, settings.momentum) == (1024, 16, 1.0, "prv", 0.9999, 0.0)
+    assert (
+        settings.batch_size,
+        settings.augmult,
+        settings.clip_norm,
+        settings.accountant,
+        settings.ema_decay,
+        settings.momentum,
+    ) == (1024, 16, 1.0, "prv", 0.9999, 0.0)
     assert (settings.image_size, settings.padding, settings.micro_batch) == (32, 4, 256)
     assert settings.seed == 3 and settings.model == "wrn16_4"
     assert private_settings(plan, plan.run("CIFAR-10", None, math.inf, 0)).batch_size == 4096

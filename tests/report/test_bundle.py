@@ -16,7 +16,13 @@ def bundle(tmp_path):
     bench.mkdir(parents=True)
     (bench / "w.tsv").write_text("s\th:m:s\tmax_rss\n1.50\t0:00:01\t12.3\n")
     out = tmp_path / "bundle"
-    build_bundle(out, {"tables": [sources / "t.csv"], "figures": [sources / "f.png"]}, {"k": 1}, tmp_path, tmp_path / "benchmarks")
+    build_bundle(
+        out,
+        {"tables": [sources / "t.csv"], "figures": [sources / "f.png"]},
+        {"k": 1},
+        tmp_path,
+        tmp_path / "benchmarks",
+    )
     return out
 
 

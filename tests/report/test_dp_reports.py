@@ -11,9 +11,17 @@ from dpvip.report.paper_values import load_paper_values
 
 def ledger(examples: int, batch: int, sigma: float, init: str = "syn_vip/model.pt") -> dict:
     return {
-        "accountant": "rdp", "sample_rate": batch / examples, "noise_multiplier": sigma, "clip_norm": 0.1,
-        "delta": 1 / (2 * examples), "target_epsilon": 8.0, "planned_steps": 6100, "steps_done": 6100,
-        "epsilon_spent": 7.99, "examples": examples, "init": init,
+        "accountant": "rdp",
+        "sample_rate": batch / examples,
+        "noise_multiplier": sigma,
+        "clip_norm": 0.1,
+        "delta": 1 / (2 * examples),
+        "target_epsilon": 8.0,
+        "planned_steps": 6100,
+        "steps_done": 6100,
+        "epsilon_spent": 7.99,
+        "examples": examples,
+        "init": init,
     }
 
 

@@ -40,7 +40,9 @@ def test_figure2_draws_ours_solid_beside_the_papers_and_saves(tmp_path):
     assert drawn["DP-RandP w/o Phase II (paper, Tab. 6)"][0] == [1.0, 2.0, 3.0, 4.0, 6.0, 8.0]
     labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
     assert labels[-1] == "∞" and labels[0] == "1"
-    assert "ours at embedded scale" in figure.axes[0].get_title() and "scikit-learn digits" in figure.axes[0].get_title()
+    assert (
+        "ours at embedded scale" in figure.axes[0].get_title() and "scikit-learn digits" in figure.axes[0].get_title()
+    )
     save_figure(figure, tmp_path / "dprandp_figure2.png")
     assert (tmp_path / "dprandp_figure2.png").stat().st_size > 0 and (tmp_path / "dprandp_figure2.pdf").exists()
 
@@ -78,7 +80,6 @@ def test_the_papers_figure6_shares_follow_the_accountant():
     assert sweeps[2.0][1.0] == 63.10 and sweeps[1.0][0.0] == 69.03
     assert 0.25 < phase2_share(9.3, 875, 96) < 0.35  # the paper's main setting at epsilon 1
     assert phase2_share(9.3, 875, 96) == phase2_share(9.3, 875, 96)  # deterministic
-
 
 
 def test_epsilon_inf_sits_at_its_own_tick_and_at_sigma_zero():

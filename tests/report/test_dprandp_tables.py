@@ -52,7 +52,9 @@ ablations:
 PLAN = DPRandPPlan(CONFIG["dprandp"], CONFIG["synthetic"]["datasets"])
 EXAMPLES, BATCH = 1293, 128
 EPSILONS = {"table1": "1 2 3 4 6 8 inf", "table3": "1 4 7.42 inf", "table16": "1 4 7.42 inf", "table24": "1 2 3 4 6 8"}
-PRINTED_ORDER = {name: [f"epsilon={e}" for e in epsilons.split()] for name, epsilons in EPSILONS.items()}  # as the paper prints them
+PRINTED_ORDER = {
+    name: [f"epsilon={e}" for e in epsilons.split()] for name, epsilons in EPSILONS.items()
+}  # as the paper prints them
 
 
 def fake_result(run: PrivateRun, test: float, validation: float | None = None, steps: int = 24) -> dict:
@@ -61,15 +63,38 @@ def fake_result(run: PrivateRun, test: float, validation: float | None = None, s
     sigma = 10.0 / run.epsilon if finite else None
     spent = 0.998 * run.epsilon if finite else None
     return {
-        "run": {"task": run.task, "init": run.init, "model": run.model, "phase2_steps": run.phase2_steps, "epsilon": run.epsilon if finite else None, "seed": run.seed},
+        "run": {
+            "task": run.task,
+            "init": run.init,
+            "model": run.model,
+            "phase2_steps": run.phase2_steps,
+            "epsilon": run.epsilon if finite else None,
+            "seed": run.seed,
+        },
         "accuracy": {"test": test, "validation": validation},
         "accuracy_live": {"test": test - 0.5, "validation": None if validation is None else validation - 0.5},
-        "privacy": {"accountant": "prv", "sample_rate": BATCH / EXAMPLES, "noise_multiplier": sigma, "clip_norm": 1.0, "delta": 1e-5, "target_epsilon": run.epsilon if finite else None,
-                    "planned_steps": steps, "steps_done": steps, "epsilon_spent": spent, "epsilon_phase2": spent * (run.phase2_steps / steps) ** 0.5 if finite else None, "examples": EXAMPLES},
+        "privacy": {
+            "accountant": "prv",
+            "sample_rate": BATCH / EXAMPLES,
+            "noise_multiplier": sigma,
+            "clip_norm": 1.0,
+            "delta": 1e-5,
+            "target_epsilon": run.epsilon if finite else None,
+            "planned_steps": steps,
+            "steps_done": steps,
+            "epsilon_spent": spent,
+            "epsilon_phase2": spent * (run.phase2_steps / steps) ** 0.5 if finite else None,
+            "examples": EXAMPLES,
+        },
         "data": {"stand_in": "scikit-learn digits", "train": EXAMPLES, "test": 360, "validation": 144},
-        "batch_size": BATCH, "augmult": 2, "steps": steps, "lr_phase2": 4.0, "lr_phase3": 0.5,
+        "batch_size": BATCH,
+        "augmult": 2,
+        "steps": steps,
+        "lr_phase2": 4.0,
+        "lr_phase3": 0.5,
         "init_checkpoint": "random" if run.init == "cold" else f"results/dprandp/phase1/{run.init}/model.pt",
-        "curve": [{"step": 1, "phase": 2 if run.phase2_steps else 3, "loss": 2.3}], "seconds": 1.0,
+        "curve": [{"step": 1, "phase": 2 if run.phase2_steps else 3, "loss": 2.3}],
+        "seconds": 1.0,
     }
 
 
@@ -77,7 +102,10 @@ def plan_with_inf() -> DPRandPPlan:
     """The embedded plan with an epsilon = inf (no noise) entry in CIFAR-10's schedule."""
     section = CONFIG["dprandp"]
     cifar = section["private"]["tasks"]["CIFAR-10"]
-    schedule = [*cifar["schedule"], {"epsilon": "inf", "steps": 24, "phase2_steps": 4, "lr_phase2": 4.0, "lr_phase3": 1.0}]
+    schedule = [
+        *cifar["schedule"],
+        {"epsilon": "inf", "steps": 24, "phase2_steps": 4, "lr_phase2": 4.0, "lr_phase3": 1.0},
+    ]
     tasks = {**section["private"]["tasks"], "CIFAR-10": {**cifar, "schedule": schedule}}
     return DPRandPPlan({**section, "private": {**section["private"], "tasks": tasks}}, CONFIG["synthetic"]["datasets"])
 
@@ -93,7 +121,9 @@ def fake_results(name: str, accuracy=default_accuracy, plan: DPRandPPlan = PLAN)
 
 
 def table(name: str, results: dict | None = None):
-    frame, title, notes = dprandp_table(name, PLAN, fake_results(name) if results is None else results, VALUES, scale="embedded")
+    frame, title, notes = dprandp_table(
+        name, PLAN, fake_results(name) if results is None else results, VALUES, scale="embedded"
+    )
     return frame.set_index("row"), title, notes
 
 
@@ -126,19 +156,28 @@ def test_ours_is_the_mean_and_std_over_seeds_and_extra_epsilons_follow():
     assert math.isnan(frame.at["DP-RandP", "epsilon=3 (ours)"]) and frame.at["DP-RandP", "epsilon=3 (paper)"] == 43.33
     columns = list(frame.columns)
     assert columns.index("epsilon=1 (ours)") > columns.index("epsilon=inf (ours)")  # extra after the paper's
-    assert math.isnan(frame.at["DP-RandP", "epsilon=1 (paper)"]) and frame.at["DP-RandP", "epsilon=1 (ours)"] == pytest.approx(65.5)
+    assert math.isnan(frame.at["DP-RandP", "epsilon=1 (paper)"]) and frame.at[
+        "DP-RandP", "epsilon=1 (ours)"
+    ] == pytest.approx(65.5)
     assert any(note.startswith("CIFAR-100 is shown with CIFAR-10's runs") for note in notes)
-    assert any("ε = 1: ours 24 steps (Phase II: 0/4), σ 10" in note and "paper (Table 14) not listed" in note for note in notes)
+    assert any(
+        "ε = 1: ours 24 steps (Phase II: 0/4), σ 10" in note and "paper (Table 14) not listed" in note for note in notes
+    )
     assert any("ε = 8:" in note and "paper (Table 14) 2468 steps (Phase II: 96), σ 2.6" in note for note in notes)
 
 
 def test_one_seed_leaves_the_std_empty_and_missing_runs_leave_cells_empty():
     results = {path: result for path, result in fake_results("table1").items() if result["run"]["seed"] == 0}
     frame, _, notes = table("table1", results)
-    assert frame.at["DP-RandP", "epsilon=1 (ours)"] == pytest.approx(64.5) and math.isnan(frame.at["DP-RandP", "epsilon=1 std (ours)"])
+    assert frame.at["DP-RandP", "epsilon=1 (ours)"] == pytest.approx(64.5) and math.isnan(
+        frame.at["DP-RandP", "epsilon=1 std (ours)"]
+    )
     assert any(note.startswith("4 of 8 runs have no result yet") for note in notes)
     assert all(math.isnan(frame.at[row, "epsilon=1 (ours)"]) for row in ("Tramèr and Boneh [61]", "Hölzl et al. [35]"))
-    assert any("Rows/columns without ours" in note and "Tramèr and Boneh [61]" in note and "ScatterNet" in note for note in notes)
+    assert any(
+        "Rows/columns without ours" in note and "Tramèr and Boneh [61]" in note and "ScatterNet" in note
+        for note in notes
+    )
 
 
 def test_table3_uses_validation_and_table16_test_accuracy():
@@ -153,19 +192,37 @@ def test_table25_turns_phase2_steps_into_epochs_of_our_data():
     frame, _, notes = table("table25")
     row = frame.loc["Accuracy (%)"]
     # 0 steps -> the paper's column 0; 4 x 128 / 1293 = 0.396 -> 0.4; 24 x 128 / 1293 = 2.38 -> 2.4
-    assert row["Epochs for Phase II=0 (ours)"] == pytest.approx(40 + 0.5 + 1) and row["Epochs for Phase II=0 (paper)"] == 57.46
-    assert row["Epochs for Phase II=0 std (paper)"] == 0.48 and row["Epochs for Phase II=0 std (ours)"] == pytest.approx(math.sqrt(2))
-    assert row["Epochs for Phase II=0.4 (ours)"] == pytest.approx(40 + 4 + 0.5 + 1) and math.isnan(row["Epochs for Phase II=0.4 (paper)"])
+    assert (
+        row["Epochs for Phase II=0 (ours)"] == pytest.approx(40 + 0.5 + 1)
+        and row["Epochs for Phase II=0 (paper)"] == 57.46
+    )
+    assert row["Epochs for Phase II=0 std (paper)"] == 0.48 and row[
+        "Epochs for Phase II=0 std (ours)"
+    ] == pytest.approx(math.sqrt(2))
+    assert row["Epochs for Phase II=0.4 (ours)"] == pytest.approx(40 + 4 + 0.5 + 1) and math.isnan(
+        row["Epochs for Phase II=0.4 (paper)"]
+    )
     assert row["Epochs for Phase II=2.4 (ours)"] == pytest.approx(40 + 8 + 0.5 + 1)
     assert not any(c.startswith("phase2_steps") for c in frame.columns)
-    assert any("4 steps → 0.4" in note and "ours with all the steps in Phase II is 2.4 (24 steps)" in note for note in notes)
+    assert any(
+        "4 steps → 0.4" in note and "ours with all the steps in Phase II is 2.4 (24 steps)" in note for note in notes
+    )
     # With 1280 examples, 4 steps are 0.4 epochs and 20 are exactly 2: the paper's column.
-    plan = DPRandPPlan({**CONFIG["dprandp"], "ablations": {**CONFIG["dprandp"]["ablations"], "table25": {"epsilon": 1, "phase2_steps": [0, 20]}}}, CONFIG["synthetic"]["datasets"])
+    plan = DPRandPPlan(
+        {
+            **CONFIG["dprandp"],
+            "ablations": {**CONFIG["dprandp"]["ablations"], "table25": {"epsilon": 1, "phase2_steps": [0, 20]}},
+        },
+        CONFIG["synthetic"]["datasets"],
+    )
     results = fake_results("table25", plan=plan)
     for result in results.values():
         result["privacy"]["examples"] = 1280
     frame, _, _ = dprandp_table("table25", plan, results, VALUES)
-    assert frame.at[0, "Epochs for Phase II=2 (ours)"] == pytest.approx(40 + 8 + 0.5 + 1) and frame.at[0, "Epochs for Phase II=2 (paper)"] == 56.27
+    assert (
+        frame.at[0, "Epochs for Phase II=2 (ours)"] == pytest.approx(40 + 8 + 0.5 + 1)
+        and frame.at[0, "Epochs for Phase II=2 (paper)"] == 56.27
+    )
 
 
 def test_table10_has_the_papers_columns_and_ours_for_our_generators():
@@ -175,7 +232,9 @@ def test_table10_has_the_papers_columns_and_ours_for_our_generators():
         assert row[f"{column} (ours)"] == pytest.approx(60 + 8 + 0.5 + 1)
     assert math.isnan(row["Stat Color+WMM (ours)"]) and row["Stat Color+WMM (paper)"] == 64.59
     assert math.isnan(row["Shaders (ours) (paper)"]) and not math.isnan(row["Shaders (ours) (ours)"])
-    assert list(frame.columns).index("Shaders (ours) (ours)") > list(frame.columns).index("Feature Vis Dead leaves (ours)")
+    assert list(frame.columns).index("Shaders (ours) (ours)") > list(frame.columns).index(
+        "Feature Vis Dead leaves (ours)"
+    )
     assert any("Baradad et al." in note and "Stat Color+WMM" in note for note in notes)
 
 
@@ -205,7 +264,10 @@ def test_claims_hold_on_the_papers_pattern():
 
     held, frame = claims(paper_like)
     assert held == {"(a)": True, "(b)": True, "(c)": True, "(d)": True}
-    assert "ε = 1: w/o Phase II (warm) 66.10 ± 0.14 vs Phase III only (cold) 55.10 ± 0.14: +11.00" in frame.at[0, "measured"]
+    assert (
+        "ε = 1: w/o Phase II (warm) 66.10 ± 0.14 vs Phase III only (cold) 55.10 ± 0.14: +11.00"
+        in frame.at[0, "measured"]
+    )
     assert "69.03" in frame.at[0, "paper's evidence"]
 
 

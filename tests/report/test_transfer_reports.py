@@ -32,9 +32,31 @@ def fake(study: str) -> dict:
     for run in PLAN.runs(study):
         s = run.settings
         if run.kind == "head":
-            privacy = None if s["epsilon"] is None else {"accountant": s["accountant"], "sample_rate": s["batch_fraction"], "noise_multiplier": 3.0, "planned_steps": 12, "epsilon_spent": s["epsilon"], "delta": s["delta"]}
+            privacy = (
+                None
+                if s["epsilon"] is None
+                else {
+                    "accountant": s["accountant"],
+                    "sample_rate": s["batch_fraction"],
+                    "noise_multiplier": 3.0,
+                    "planned_steps": 12,
+                    "epsilon_spent": s["epsilon"],
+                    "delta": s["delta"],
+                }
+            )
         else:
-            privacy = None if s["epsilon"] is None else {"sigma_mean": 2.0 if s["sigma_ratio"] else None, "sigma_sgd": 40.0, "steps": s["steps"], "epsilon": s["epsilon"], "delta": s["delta"], "mu": 0.3}
+            privacy = (
+                None
+                if s["epsilon"] is None
+                else {
+                    "sigma_mean": 2.0 if s["sigma_ratio"] else None,
+                    "sigma_sgd": 40.0,
+                    "steps": s["steps"],
+                    "epsilon": s["epsilon"],
+                    "delta": s["delta"],
+                    "mu": 0.3,
+                }
+            )
         runs.append(run.record() | {"result": {"accuracy": 40.0 + 10 * s["lr"] + s["seed"], "privacy": privacy}})
     return {"study": study, "runs": runs}
 

@@ -19,8 +19,14 @@ def test_paper_values_sit_beside_ours_and_unmatched_rows_follow():
         Row("ViP-micro", {"ImageNet-1K": ("vip_micro", "ImageNet-1K")}, "vip_micro"),
     ]
     results = [
-        {"evaluation": {"task": "linear_probe", "backbone": "syn_vip_micro", "dataset": "ImageNet-1K"}, "columns": {"ImageNet-1K": 71.5}},
-        {"evaluation": {"task": "linear_probe", "backbone": "vip_micro", "dataset": "ImageNet-1K"}, "columns": {"ImageNet-1K": 80.0}},
+        {
+            "evaluation": {"task": "linear_probe", "backbone": "syn_vip_micro", "dataset": "ImageNet-1K"},
+            "columns": {"ImageNet-1K": 71.5},
+        },
+        {
+            "evaluation": {"task": "linear_probe", "backbone": "vip_micro", "dataset": "ImageNet-1K"},
+            "columns": {"ImageNet-1K": 80.0},
+        },
     ]
     table = vip_table("vip_table1", VALUES, rows, ours_by_backbone(results)).set_index("model")
     assert table.at["(Syn)-ViP", "ImageNet-1K (paper)"] == 49.8 and table.at["(Syn)-ViP", "ImageNet-1K (ours)"] == 71.5
@@ -34,14 +40,32 @@ def test_run_facts_come_from_the_ledger_and_the_run():
     run = DPRun("vip_micro_dec1", "micro_dec1", "micro", {"mask_ratio": 0.5}, "decoder_depth", 1)
     ledger = {"examples": 2_000_000, "sample_rate": 98304 / 2_000_000, "noise_multiplier": 2.87}
     facts = run_facts({run.name: run}, {run.name: ledger}, {"vip_micro_dec1": 1.25})[run.name]
-    assert facts == {"# parameters": 1.25, "Batch Size": 98304, "# Train data": 2.0, "Noise sigma": 2.87, "decoder depth": 1, "masking ratio": 0.5}
+    assert facts == {
+        "# parameters": 1.25,
+        "Batch Size": 98304,
+        "# Train data": 2.0,
+        "Noise sigma": 2.87,
+        "decoder depth": 1,
+        "masking ratio": 0.5,
+    }
 
 
 def test_notes_name_the_scale_and_each_stand_in_once():
     results = [
-        {"evaluation": {"task": "linear_probe", "backbone": b, "dataset": "ImageNet-1K"}, "data": {"stand_in": "scikit-learn digits", "train": 1437, "test": 360}}
+        {
+            "evaluation": {"task": "linear_probe", "backbone": b, "dataset": "ImageNet-1K"},
+            "data": {"stand_in": "scikit-learn digits", "train": 1437, "test": 360},
+        }
         for b in ("a", "b")
-    ] + [{"evaluation": {"task": "coco", "backbone": "a", "dataset": None}, "data": {"stand_in": "generated shapes", "train": 64, "test": 16}}]
+    ] + [
+        {
+            "evaluation": {"task": "coco", "backbone": "a", "dataset": None},
+            "data": {"stand_in": "generated shapes", "train": 64, "test": 16},
+        }
+    ]
     notes = stand_in_notes(results, "embedded")
     assert notes[0].startswith("Scale: embedded.")
-    assert notes[1:] == ["COCO 2017: generated shapes stands in (64 train / 16 test)", "ImageNet-1K: scikit-learn digits stands in (1437 train / 360 test)"]
+    assert notes[1:] == [
+        "COCO 2017: generated shapes stands in (64 train / 16 test)",
+        "ImageNet-1K: scikit-learn digits stands in (1437 train / 360 test)",
+    ]

@@ -42,12 +42,19 @@ def test_stages_slowest_and_startup_share(run):
     # from the first job's start (now - 100) to the last end (now)
     assert summary["wall_seconds"] == pytest.approx(100.0, abs=0.1)
     assert summary["stages"]["synthetic"] == {
-        "jobs": 2, "job_seconds": 22.0, "startup_seconds": 4.0, "startup_share": round(4 / 22, 3), "jobs_with_startup": 2,
+        "jobs": 2,
+        "job_seconds": 22.0,
+        "startup_seconds": 4.0,
+        "startup_share": round(4 / 22, 3),
+        "jobs_with_startup": 2,
     }
     # the bundle's log has no start-up line: the share is over the 4 jobs that say it
     assert summary["startup_seconds"] == 12.5 and summary["startup_share"] == round(12.5 / 63, 3)
     assert summary["jobs_with_startup"] == 4
-    assert [job["job"] for job in summary["slowest"]][:2] == ["evaluate/linear_probe/syn_vip_micro/ImageNet-1K", "synthetic/shaders/shard-000001"]
+    assert [job["job"] for job in summary["slowest"]][:2] == [
+        "evaluate/linear_probe/syn_vip_micro/ImageNet-1K",
+        "synthetic/shaders/shard-000001",
+    ]
     assert (run / "results/benchmarks/workflow.json").is_file()
     text = format_summary(summary)
     assert text.splitlines()[0] == "wall time 100 s; 5 jobs, 65 s of job time, 20% of it start-up"

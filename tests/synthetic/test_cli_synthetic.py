@@ -8,7 +8,18 @@ import pytest
 
 from conftest import run_dpvip
 
-GENERATE = ("synthetic", "generate", "--family", "dead_leaves", "--images", "30", "--resolution", "16", "--shard-size", "10")
+GENERATE = (
+    "synthetic",
+    "generate",
+    "--family",
+    "dead_leaves",
+    "--images",
+    "30",
+    "--resolution",
+    "16",
+    "--shard-size",
+    "10",
+)
 SHARDS = [f"shard-{s:06d}.tar" for s in range(3)]
 
 
@@ -88,7 +99,19 @@ def test_generate_negative_seed_exits_2_with_one_line(tmp_path):
 
 
 def test_bench_synthetic_prints_json_records():
-    done = run_dpvip("bench", "synthetic", "--families", "dead_leaves", "--resolutions", "16", "--images", "8", "--processes", "1", "--json")
+    done = run_dpvip(
+        "bench",
+        "synthetic",
+        "--families",
+        "dead_leaves",
+        "--resolutions",
+        "16",
+        "--images",
+        "8",
+        "--processes",
+        "1",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)
     assert len(records) == 1  # one process, and no unbatched row for dead leaves

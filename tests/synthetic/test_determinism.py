@@ -45,7 +45,14 @@ def test_image_does_not_depend_on_the_range_that_asked_for_it(family):
 
 def _write_dataset(tmp_path, family: str, shard_size: int) -> tuple[list[np.ndarray], list[dict]]:
     spec = DatasetSpec.from_config(
-        family, {"family": family, "images": 20, "resolution": RESOLUTION, "shard_size": shard_size, "options": OPTIONS[family]}
+        family,
+        {
+            "family": family,
+            "images": 20,
+            "resolution": RESOLUTION,
+            "shard_size": shard_size,
+            "options": OPTIONS[family],
+        },
     )
     images, metas = [], []
     for shard in range(spec.shards):
@@ -72,7 +79,9 @@ def test_shard_split_does_not_change_any_image(tmp_path, family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_same_shard_written_twice_has_the_same_bytes(tmp_path, family):
-    spec = DatasetSpec.from_config(family, {"family": family, "images": 10, "resolution": RESOLUTION, "shard_size": 4, "options": OPTIONS[family]})
+    spec = DatasetSpec.from_config(
+        family, {"family": family, "images": 10, "resolution": RESOLUTION, "shard_size": 4, "options": OPTIONS[family]}
+    )
     digests = []
     for run in ("a", "b"):
         path = tmp_path / run / shard_name(1)

@@ -33,7 +33,9 @@ def test_every_image_has_texture(batch):
 def test_images_are_neither_black_nor_white(batch):
     case, images = batch
     brightness = images.reshape(COUNT, -1).mean(axis=1)
-    assert ((brightness > 20) & (brightness < 235)).all(), f"{case}: brightness {brightness.min():.1f}..{brightness.max():.1f}"
+    assert ((brightness > 20) & (brightness < 235)).all(), (
+        f"{case}: brightness {brightness.min():.1f}..{brightness.max():.1f}"
+    )
     channel_means = images.reshape(-1, 3).mean(axis=0)
     assert ((channel_means > 20) & (channel_means < 235)).all(), f"{case}: channel means {channel_means}"
 

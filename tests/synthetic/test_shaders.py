@@ -71,7 +71,7 @@ def test_mix_metadata_is_a_convex_combination_of_six_programs():
 
 def test_mix_image_is_the_weighted_sum_of_its_renders():
     family = ShaderFamily(RESOLUTION, seed=0, programs=1000, mix=6)
-    (index, image), = family.images(4, 5)
+    ((index, image),) = family.images(4, 5)
     meta = family.metadata(index)
     other = ShaderFamily(RESOLUTION, seed=0, programs=1000)
     renders = [other.program(p).render(other.x, other.y, t) for p, t in zip(meta["programs"], meta["times"])]

@@ -20,7 +20,9 @@ from dpvip.synthetic.spec import DatasetSpec
 def dataset(tmp_path_factory):
     """23 dead-leaves images at 16 px in shards of 10: 10, 10, 3."""
     out = tmp_path_factory.mktemp("dataset")
-    spec = DatasetSpec.from_config("leaves", {"family": "dead_leaves", "images": 23, "resolution": 16, "shard_size": 10, "seed": 4})
+    spec = DatasetSpec.from_config(
+        "leaves", {"family": "dead_leaves", "images": 23, "resolution": 16, "shard_size": 10, "seed": 4}
+    )
     paths = [out / shard_name(s) for s in range(spec.shards)]
     counts = [write_shard(spec, s, path, progress=False) for s, path in enumerate(paths)]
     return spec, paths, counts
@@ -49,7 +51,13 @@ def test_shard_samples_carry_image_and_metadata(dataset):
     assert [meta["index"] for _, meta in samples] == list(range(10, 20))
     family = DeadLeavesFamily(16, seed=4)
     for image, meta in samples[:3]:
-        assert meta == {"dataset": "leaves", "family": "dead_leaves", "index": meta["index"], "seed": 4, "resolution": 16}
+        assert meta == {
+            "dataset": "leaves",
+            "family": "dead_leaves",
+            "index": meta["index"],
+            "seed": 4,
+            "resolution": 16,
+        }
         assert np.array_equal(image, family.render_one(meta["index"]))
 
 
@@ -123,7 +131,9 @@ def test_writing_to_a_path_under_a_file_is_named(tmp_path):
 
 
 def test_jpg_encoding_writes_readable_lossy_images(tmp_path):
-    spec = DatasetSpec.from_config("d", {"family": "dead_leaves", "images": 3, "resolution": 32, "shard_size": 3, "encoding": "jpg"})
+    spec = DatasetSpec.from_config(
+        "d", {"family": "dead_leaves", "images": 3, "resolution": 32, "shard_size": 3, "encoding": "jpg"}
+    )
     path = tmp_path / shard_name(0)
     write_shard(spec, 0, path, progress=False)
     with tarfile.open(path) as archive:

@@ -95,7 +95,9 @@ def test_registry_options_are_exactly_the_class_keywords(name):
     keywords = {k: p for k, p in parameters.items() if k not in ("self", "resolution", "seed", "device")}
     assert set(FAMILIES[name].options) == set(keywords)
     for key, kind in FAMILIES[name].options.items():
-        assert type(keywords[key].default) is kind, f"{name}.{key}: default {keywords[key].default!r} is not {kind.__name__}"
+        assert type(keywords[key].default) is kind, (
+            f"{name}.{key}: default {keywords[key].default!r} is not {kind.__name__}"
+        )
     assert family_class(name).name == name
 
 

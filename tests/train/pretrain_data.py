@@ -76,7 +76,10 @@ def shaders_index(tmp_path_factory) -> Path:
 
 def write_index(folder: Path, shards: list[tuple[str, int]]) -> Path:
     """An index.json in the form the reader expects: {"shards": [{"file", "samples"}]}."""
-    index = {"shards": [{"file": name, "samples": count} for name, count in shards], "total_samples": sum(c for _, c in shards)}
+    index = {
+        "shards": [{"file": name, "samples": count} for name, count in shards],
+        "total_samples": sum(c for _, c in shards),
+    }
     (folder / "index.json").write_text(json.dumps(index))
     return folder / "index.json"
 
@@ -102,7 +105,10 @@ def corrupt_index(shaders_index, tmp_path_factory) -> Path:
     folder, done = _cached(tmp_path_factory, "shaders-128-32-corrupt")
     if not done:
         folder.mkdir(exist_ok=True)
-        with tarfile.open(shaders_index.parent / shard_name(0)) as source, tarfile.open(folder / "corrupt.tar", "w") as sink:
+        with (
+            tarfile.open(shaders_index.parent / shard_name(0)) as source,
+            tarfile.open(folder / "corrupt.tar", "w") as sink,
+        ):
             for member in source:
                 data = source.extractfile(member).read()
                 if member.name == f"{CORRUPT_KEY}.png":
@@ -133,7 +139,22 @@ def reference_run(shaders_index, tmp_path_factory) -> Path:
         folder.mkdir()
         settings = settings_file(folder)
         with one_thread():
-            code = main(["pretrain", "mae", "--settings", str(settings), "--size", SIZE, "--data", str(shaders_index), "--out", str(folder / "run"), "--procs", "1"])
+            code = main(
+                [
+                    "pretrain",
+                    "mae",
+                    "--settings",
+                    str(settings),
+                    "--size",
+                    SIZE,
+                    "--data",
+                    str(shaders_index),
+                    "--out",
+                    str(folder / "run"),
+                    "--procs",
+                    "1",
+                ]
+            )
         assert code == 0
         _complete(folder)
     return folder / "run"
@@ -168,4 +189,6 @@ def max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> fl
 def assert_identical(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
     assert a.keys() == b.keys()
     different = [k for k in a if not torch.equal(a[k], b[k])]
-    assert not different, f"{len(different)} tensors differ, e.g. {different[:3]} (max |diff| {max_difference(a, b):.3g})"
+    assert not different, (
+        f"{len(different)} tensors differ, e.g. {different[:3]} (max |diff| {max_difference(a, b):.3g})"
+    )

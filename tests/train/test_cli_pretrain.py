@@ -21,7 +21,19 @@ from pretrain_data import (  # noqa: F401  (fixtures)
 
 
 def pretrain(settings, data, out, *extra) -> list[str]:
-    return ["pretrain", "mae", "--settings", str(settings), "--size", SIZE, "--data", str(data), "--out", str(out), *extra]
+    return [
+        "pretrain",
+        "mae",
+        "--settings",
+        str(settings),
+        "--size",
+        SIZE,
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 @pytest.mark.slow
@@ -42,13 +54,31 @@ def test_an_unknown_settings_key_is_named(tmp_path, capsys):
 def test_a_missing_data_index_is_named(tmp_path, capsys):
     settings = settings_file(tmp_path)
     assert main(pretrain(settings, tmp_path / "missing" / "index.json", tmp_path / "run")) == 2
-    assert capsys.readouterr().err.strip().splitlines() == [f"dpvip: error: dataset index {tmp_path / 'missing' / 'index.json'} does not exist"]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"dpvip: error: dataset index {tmp_path / 'missing' / 'index.json'} does not exist"
+    ]
 
 
 @pytest.mark.parametrize("model", ["huge", "micro_dec", "micro_decx"])
 def test_an_unknown_model_is_named(tmp_path, capsys, model):
     settings = settings_file(tmp_path)
-    assert main(["pretrain", "mae", "--settings", str(settings), "--size", model, "--data", "i.json", "--out", str(tmp_path / "run")]) == 2
+    assert (
+        main(
+            [
+                "pretrain",
+                "mae",
+                "--settings",
+                str(settings),
+                "--size",
+                model,
+                "--data",
+                "i.json",
+                "--out",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 2
+    )
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"dpvip: error: MAE model '{model}' is not a registered size")
 

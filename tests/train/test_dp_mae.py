@@ -67,7 +67,10 @@ def test_the_ledger_is_in_model_metrics_and_privacy_json(dp_run):
     assert ledger["steps_done"] == ledger["planned_steps"] == 6
     assert ledger["sample_rate"] == 64 / 512 and ledger["delta"] == 1 / 1024 and ledger["clip_norm"] == 0.5
     assert 7.9 < ledger["epsilon_spent"] <= ledger["target_epsilon"] == 8.0
-    assert json.loads((dp_run / "privacy.json").read_text()) == ledger | {"examples": 512, "init": record(dp_run)["init"]}
+    assert json.loads((dp_run / "privacy.json").read_text()) == ledger | {
+        "examples": 512,
+        "init": record(dp_run)["init"],
+    }
     metrics = read_metrics(dp_run / "metrics.jsonl")
     epsilons = [r["epsilon"] for r in metrics]
     assert [r["step"] for r in metrics] == list(range(1, 7))
@@ -84,7 +87,9 @@ def test_the_run_starts_from_the_syn_vip_checkpoint(shaders_index, reference_run
 
 
 def test_another_decoder_depth_keeps_the_encoder_and_matching_decoder_blocks(shaders_index, reference_run, tmp_path):
-    training = DPMAETraining(dp_settings("micro_dec3"), shaders_index, tmp_path / "run", reference_run / "model.pt", progress=False)
+    training = DPMAETraining(
+        dp_settings("micro_dec3"), shaders_index, tmp_path / "run", reference_run / "model.pt", progress=False
+    )
     stored = read_mae(reference_run / "model.pt")["model"]
     own = training.model.state_dict()
     assert training.initialised_fresh and all(key.startswith("decoder_blocks.2.") for key in training.initialised_fresh)
@@ -146,8 +151,20 @@ def test_two_gloo_processes_train_what_one_does(dp_run, shaders_index, reference
     settings = tmp_path / "settings.yaml"
     settings.write_text(yaml.safe_dump(DP_SETTINGS))
     done = run_dpvip(
-        "pretrain", "dp-mae", "--settings", str(settings), "--size", SIZE, "--data", str(shaders_index),
-        "--init", str(reference_run / "model.pt"), "--out", str(tmp_path / "run"), "--procs", "2",
+        "pretrain",
+        "dp-mae",
+        "--settings",
+        str(settings),
+        "--size",
+        SIZE,
+        "--data",
+        str(shaders_index),
+        "--init",
+        str(reference_run / "model.pt"),
+        "--out",
+        str(tmp_path / "run"),
+        "--procs",
+        "2",
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert record(tmp_path / "run")["world_size"] == 2

@@ -31,7 +31,17 @@ def test_every_ablation_becomes_a_named_run():
     }
     runs = expand_runs(section(ablations=ablations), ["micro", "mini"], 8192)
     assert sorted(runs) == sorted(
-        ["vip_micro", "vip_mini", "vip_micro_random", "vip_micro_n2048", "vip_micro_n4096", "vip_micro_b128", "vip_micro_dec1", "vip_micro_mask50", "vip_micro_eps2"]
+        [
+            "vip_micro",
+            "vip_mini",
+            "vip_micro_random",
+            "vip_micro_n2048",
+            "vip_micro_n4096",
+            "vip_micro_b128",
+            "vip_micro_dec1",
+            "vip_micro_mask50",
+            "vip_micro_eps2",
+        ]
     )
     assert runs["vip_micro_random"].init is None and runs["vip_mini"].init == "mini"
     assert runs["vip_micro_dec1"].model == "micro_dec1" and runs["vip_micro_dec1"].init == "micro"
@@ -63,12 +73,16 @@ def test_the_paper_config_expands_to_vip_s_runs():
 
 
 def test_a_run_from_a_syn_vip_model_that_is_not_trained_is_refused():
-    with pytest.raises(DpvipInputError, match="vip_mini starts from \\(Syn\\)-ViP 'mini', which pretrain.syn_vip.models does not train"):
+    with pytest.raises(
+        DpvipInputError, match="vip_mini starts from \\(Syn\\)-ViP 'mini', which pretrain.syn_vip.models does not train"
+    ):
         expand_runs(section(ablations={"model_size": ["mini"]}), ["micro"], 8192)
 
 
 def test_a_run_whose_batch_exceeds_its_examples_is_refused_by_name():
-    with pytest.raises(DpvipInputError, match="dp_pretrain run vip_micro_n256: batch_size 512 exceeds the 256 examples"):
+    with pytest.raises(
+        DpvipInputError, match="dp_pretrain run vip_micro_n256: batch_size 512 exceeds the 256 examples"
+    ):
         expand_runs(section(ablations={"dataset_size": [256]}), ["micro"], 8192)
 
 

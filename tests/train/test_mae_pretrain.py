@@ -69,7 +69,9 @@ def test_loss_falls_and_the_run_writes_model_and_metrics(reference_run):
 
 
 @pytest.mark.slow
-def test_a_crashed_run_resumes_to_the_uninterrupted_weights_bit_for_bit(reference_run, shaders_index, tmp_path, monkeypatch):
+def test_a_crashed_run_resumes_to_the_uninterrupted_weights_bit_for_bit(
+    reference_run, shaders_index, tmp_path, monkeypatch
+):
     run = tmp_path / "run"
     resumable = settings(checkpoint_every=6)  # states at steps 6 and 12; the crash is in step 10
     crash_on_call(monkeypatch, MAEPretraining, 10)
@@ -119,7 +121,9 @@ def test_micro_batches_give_the_same_weights_up_to_summation_order(reference_run
     assert stored["steps"] == STEPS
     difference = max_difference(weights(tmp_path / "run"), weights(reference_run))
     assert difference < 1e-4
-    for (step, loss, lr), (ref_step, ref_loss, ref_lr) in zip(logged(tmp_path / "run"), logged(reference_run), strict=True):
+    for (step, loss, lr), (ref_step, ref_loss, ref_lr) in zip(
+        logged(tmp_path / "run"), logged(reference_run), strict=True
+    ):
         assert (step, lr) == (ref_step, ref_lr)
         assert loss == pytest.approx(ref_loss, rel=1e-5)
 
@@ -138,7 +142,9 @@ def test_micro_batch_must_divide_the_rank_batch(shaders_index, tmp_path):
         (SIZE, {"epochs": 3}, "epochs 2 (now 3)"),
     ],
 )
-def test_resuming_with_other_training_settings_is_refused_by_name(reference_run, shaders_index, tmp_path, size, changes, named):
+def test_resuming_with_other_training_settings_is_refused_by_name(
+    reference_run, shaders_index, tmp_path, size, changes, named
+):
     run = tmp_path / "run"
     shutil.copytree(reference_run / "work", run / "work")
     with pytest.raises(DpvipInputError) as caught:
@@ -158,7 +164,9 @@ def test_resuming_on_other_data_is_refused(reference_run, one_shard_index, tmp_p
 def test_operational_settings_may_change_on_resume(reference_run, shaders_index, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(reference_run / "work", run / "work")
-    stored = pretrain_mae(settings(log_every=5, checkpoint_every=1, workers=1, micro_batch=32), shaders_index, run, progress=False)
+    stored = pretrain_mae(
+        settings(log_every=5, checkpoint_every=1, workers=1, micro_batch=32), shaders_index, run, progress=False
+    )
     assert stored["steps"] == STEPS
     assert_identical(weights(run), weights(reference_run))
     assert logged(run) == logged(reference_run)
@@ -208,7 +216,9 @@ def test_a_rank_whose_share_is_all_corrupt_still_joins_the_update(shaders_index,
     from dpvip.train.distributed import Distributed
 
     training = MAEPretraining(settings(), shaders_index, tmp_path / "run", progress=False)
-    monkeypatch.setattr(Distributed, "sum", lambda self, value: 8.0 if value == 0 and isinstance(value, int) else float(value))
+    monkeypatch.setattr(
+        Distributed, "sum", lambda self, value: 8.0 if value == 0 and isinstance(value, int) else float(value)
+    )
     loss_sum, count = training.train_step(*training.empty_batch())
     assert count == 8 and loss_sum == 0.0
     grads = [p.grad for p in training.model.parameters()]

@@ -71,7 +71,9 @@ def test_a_missing_checkpoint_is_named(tmp_path):
         checkpoint.load(tmp_path / "nope.pt")
 
 
-@pytest.mark.parametrize("content", [b"", b"garbage, not a checkpoint\n" * 40, b"PK\x03\x04 truncated zip"], ids=["empty", "text", "cut-zip"])
+@pytest.mark.parametrize(
+    "content", [b"", b"garbage, not a checkpoint\n" * 40, b"PK\x03\x04 truncated zip"], ids=["empty", "text", "cut-zip"]
+)
 def test_an_unreadable_checkpoint_is_refused_in_one_line(tmp_path, content):
     path = tmp_path / "state.pt"
     path.write_bytes(content)
@@ -139,7 +141,13 @@ def test_adamw_decays_matrices_and_tokens_but_not_norms_and_biases():
     for name, parameter in names.items():
         expected = 0.0 if parameter.ndim <= 1 else 0.05
         assert decay_of[id(parameter)] == expected, name
-    for name in ("cls_token.weight", "mask_token.weight", "patch_embed.proj.weight", "blocks.0.attn.qkv.weight", "decoder_pred.weight"):
+    for name in (
+        "cls_token.weight",
+        "mask_token.weight",
+        "patch_embed.proj.weight",
+        "blocks.0.attn.qkv.weight",
+        "decoder_pred.weight",
+    ):
         assert decay_of[id(names[name])] == 0.05, name
     for name in ("norm.weight", "norm.bias", "blocks.0.norm1.weight", "blocks.0.attn.qkv.bias", "decoder_embed.bias"):
         assert decay_of[id(names[name])] == 0.0, name

@@ -24,7 +24,9 @@ WEIGHT = torch.randn(3 * 4 * 4, 6, generator=torch.Generator().manual_seed(0))
 
 def split(n: int, seed: int) -> LabelledImages:
     generator = torch.Generator().manual_seed(seed)
-    return LabelledImages(torch.randn(n, 3, 4, 4, generator=generator), torch.randint(0, 3, (n,), generator=generator), 3, "tiny")
+    return LabelledImages(
+        torch.randn(n, 3, 4, 4, generator=generator), torch.randint(0, 3, (n,), generator=generator), 3, "tiny"
+    )
 
 
 @pytest.fixture
@@ -54,21 +56,47 @@ class Extractor:
 def build(extractor, data, out, **changes) -> dict:
     """A cache of 2 views, one batch per shard (so calls count shards)."""
     train, test = data
-    options = {"fingerprint": FINGERPRINT, "views": VIEWS, "augment": augment, "batch_size": SHARD, "shard_size": SHARD, "progress": False} | changes
+    options = {
+        "fingerprint": FINGERPRINT,
+        "views": VIEWS,
+        "augment": augment,
+        "batch_size": SHARD,
+        "shard_size": SHARD,
+        "progress": False,
+    } | changes
     return cache_features(extractor, train, test, out, **options)
 
 
 def test_features_read_back_as_computed(data, tmp_path):
     train, test = data
-    meta = cache_features(Extractor(), train, test, tmp_path / "cache", fingerprint=FINGERPRINT, views=VIEWS, augment=augment, batch_size=3, shard_size=SHARD, progress=False)
+    meta = cache_features(
+        Extractor(),
+        train,
+        test,
+        tmp_path / "cache",
+        fingerprint=FINGERPRINT,
+        views=VIEWS,
+        augment=augment,
+        batch_size=3,
+        shard_size=SHARD,
+        progress=False,
+    )
     cached = load_cache(tmp_path / "cache")
-    expected = torch.stack([augment(train.images, view, torch.arange(N_TRAIN)).flatten(1) @ WEIGHT for view in range(VIEWS)])
+    expected = torch.stack(
+        [augment(train.images, view, torch.arange(N_TRAIN)).flatten(1) @ WEIGHT for view in range(VIEWS)]
+    )
     assert cached.train.shape == (VIEWS, N_TRAIN, 6) and cached.train.dtype == torch.float32
     assert torch.allclose(cached.train, expected, atol=1e-6)
     assert torch.allclose(cached.test, test.images.flatten(1) @ WEIGHT, atol=1e-6)  # never augmented
     assert torch.equal(cached.train_labels, train.labels) and torch.equal(cached.test_labels, test.labels)
     assert cached.train_labels.dtype == torch.int64 and cached.classes == 3
-    assert (meta["views"], meta["width"], meta["train"], meta["test"], meta["dtype"]) == (VIEWS, 6, N_TRAIN, N_TEST, "float32")
+    assert (meta["views"], meta["width"], meta["train"], meta["test"], meta["dtype"]) == (
+        VIEWS,
+        6,
+        N_TRAIN,
+        N_TEST,
+        "float32",
+    )
     assert meta["fingerprint"] == json.loads(json.dumps(FINGERPRINT)) and cached.meta == meta
     names = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert names == sorted([*meta["files"], "meta.json"])
@@ -172,9 +200,13 @@ def test_bad_cache_settings_are_refused(data, tmp_path, changes, message):
 
 def test_an_empty_split_is_refused(tmp_path):
     with pytest.raises(DpvipInputError, match=r"the test split of tiny holds no images"):
-        cache_features(Extractor(), split(4, 1), split(0, 2), tmp_path / "cache", fingerprint=FINGERPRINT, progress=False)
+        cache_features(
+            Extractor(), split(4, 1), split(0, 2), tmp_path / "cache", fingerprint=FINGERPRINT, progress=False
+        )
 
 
 def test_an_extractor_giving_the_wrong_rows_is_refused(data, tmp_path):
-    with pytest.raises(DpvipInputError, match=r"the feature extractor gave \(1, 6\) for 4 images, not \(images, width\)"):
+    with pytest.raises(
+        DpvipInputError, match=r"the feature extractor gave \(1, 6\) for 4 images, not \(images, width\)"
+    ):
         build(lambda images: Extractor()(images)[:1], data, tmp_path / "cache")

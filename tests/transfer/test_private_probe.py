@@ -17,14 +17,25 @@ from dpvip.privacy.clipping import CLIP_EPSILON
 from dpvip.privacy.noise import noise_generator
 from dpvip.privacy.sampling import NOISE
 from dpvip.seeds import derive
-from dpvip.transfer.private_probe import CENTRE, ProbeSettings, calibrate, composed_epsilon, fit_probe, normalise, private_mean, train_probe
+from dpvip.transfer.private_probe import (
+    CENTRE,
+    ProbeSettings,
+    calibrate,
+    composed_epsilon,
+    fit_probe,
+    normalise,
+    private_mean,
+    train_probe,
+)
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 TABLE23_DELTA = 7.8e-7
 
 
-def blobs(n: int, width: int, classes: int, seed: int, separation: float = 3.0, offset: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+def blobs(
+    n: int, width: int, classes: int, seed: int, separation: float = 3.0, offset: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(n, width) features of `classes` Gaussian blobs (fixed centres, all shifted by
     `offset` per coordinate), labels (n,)."""
     centres = torch.randn(classes, width, generator=torch.Generator().manual_seed(99)) * separation / math.sqrt(width)
@@ -37,7 +48,9 @@ def test_private_mean_noise_has_the_calibrated_std():
     n, width, norm, sigma, draws = 100, 50, 50.0, 2.0, 2000
     features = normalise(torch.randn(n, width, generator=torch.Generator().manual_seed(0)), norm)
     true = features.mean(0)
-    errors = torch.stack([private_mean(features, norm, sigma, torch.Generator().manual_seed(seed)) - true for seed in range(draws)]).double()
+    errors = torch.stack(
+        [private_mean(features, norm, sigma, torch.Generator().manual_seed(seed)) - true for seed in range(draws)]
+    ).double()
     samples, std = errors.numel(), sigma * norm / n  # the mean's std: sigma C / n = 1
     # sum of squares / std^2 is chi-square with `samples` degrees of freedom
     low, high = (math.sqrt(chi2.ppf(p, samples) / samples) for p in (1e-4, 1 - 1e-4))
@@ -48,7 +61,9 @@ def test_private_mean_noise_has_the_calibrated_std():
         private_mean(features * 2, norm, sigma, torch.Generator())
 
 
-@pytest.mark.parametrize("sigma_mean, sigma_sgd, steps", [(71.0, 43.0, 100), (14.0, 9.33, 200), (None, 3.0, 10), (2.0, 5.0, 1)])
+@pytest.mark.parametrize(
+    "sigma_mean, sigma_sgd, steps", [(71.0, 43.0, 100), (14.0, 9.33, 200), (None, 3.0, 10), (2.0, 5.0, 1)]
+)
 def test_composed_epsilon_equals_dp_accounting_pld(sigma_mean, sigma_sgd, steps):
     events = [dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(sigma_sgd), steps)]
     if sigma_mean is not None:
@@ -72,12 +87,23 @@ def test_calibration_hits_the_target_epsilon(ratio, epsilon):
     settings = ProbeSettings(epsilon=epsilon, delta=TABLE23_DELTA, steps=100, feature_norm=50.0, sigma_ratio=ratio)
     found = calibrate(settings)
     assert found["epsilon"] == pytest.approx(epsilon, rel=1e-6)
-    assert composed_epsilon(found["sigma_mean"], found["sigma_sgd"], 100, TABLE23_DELTA) == pytest.approx(epsilon, rel=1e-6)
+    assert composed_epsilon(found["sigma_mean"], found["sigma_sgd"], 100, TABLE23_DELTA) == pytest.approx(
+        epsilon, rel=1e-6
+    )
     if ratio is None:
         assert found["sigma_mean"] is None and found["sigma_sgd"] == pytest.approx(10 / found["mu"])
     else:
         assert found["sigma_mean"] == pytest.approx(ratio * found["sigma_sgd"])
-    given = calibrate(ProbeSettings(epsilon=None, noise_multiplier=found["sigma_sgd"], delta=TABLE23_DELTA, steps=100, feature_norm=50.0, sigma_ratio=ratio))
+    given = calibrate(
+        ProbeSettings(
+            epsilon=None,
+            noise_multiplier=found["sigma_sgd"],
+            delta=TABLE23_DELTA,
+            steps=100,
+            feature_norm=50.0,
+            sigma_ratio=ratio,
+        )
+    )
     assert given.keys() == found.keys() and (given["sigma_mean"] is None) == (ratio is None)
     assert all(given[key] == pytest.approx(found[key], rel=1e-9) for key in found if found[key] is not None)
 
@@ -86,9 +112,13 @@ def test_one_step_equals_a_naive_reference_on_centred_features():
     n, width, classes, lr, seed = 24, 5, 3, 10.0, 4
     train, labels = blobs(n, width, classes, seed=1, offset=2.0)
     test, _ = blobs(10, width, classes, seed=2, offset=2.0)
-    settings = ProbeSettings(epsilon=4.0, delta=1e-5, steps=1, lr=lr, feature_norm=3.0, sigma_ratio=1.5, seed=seed, micro_batch=5)
+    settings = ProbeSettings(
+        epsilon=4.0, delta=1e-5, steps=1, lr=lr, feature_norm=3.0, sigma_ratio=1.5, seed=seed, micro_batch=5
+    )
     probe, prepared_test, privacy = fit_probe(train, labels, test, classes, settings)
-    assert privacy["sigma_mean"] == pytest.approx(1.5 * privacy["sigma_sgd"]) and privacy["accountant"].startswith("gdp")
+    assert privacy["sigma_mean"] == pytest.approx(1.5 * privacy["sigma_sgd"]) and privacy["accountant"].startswith(
+        "gdp"
+    )
     # normalise, then centre train AND test on one private mean of the train features
     normed = normalise(train, 3.0)
     mean = private_mean(normed, 3.0, privacy["sigma_mean"], torch.Generator().manual_seed(derive(seed, NOISE, CENTRE)))
@@ -111,7 +141,9 @@ def test_the_probe_learns_separable_features(centring):
     train, labels = blobs(300, 20, 3, seed=5, offset=1.0)
     test, test_labels = blobs(300, 20, 3, seed=6, offset=1.0)
     for epsilon in (8.0, None):
-        result = train_probe(train, labels, test, test_labels, 3, ProbeSettings(epsilon=epsilon, delta=1e-5, steps=20, **centring))
+        result = train_probe(
+            train, labels, test, test_labels, 3, ProbeSettings(epsilon=epsilon, delta=1e-5, steps=20, **centring)
+        )
         print(centring, epsilon, result["accuracy"])
         assert result["accuracy"] > 80.0  # chance: 33%
         assert (result["privacy"] is None) == (epsilon is None)

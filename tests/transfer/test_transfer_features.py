@@ -23,7 +23,12 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 MAE_SIZE, MAE_WIDTH, MAE_DEPTH = 32, 64, 2  # "pico", patch 4: an 8 x 8 grid
 WRN_SIZE, WRN_CHANNELS, HIDDEN = 12, 64, 32  # "wrn10_1" at 12 px: a 64-channel 3 x 3 map
-WIDTHS = {("mae", "prelogits"): MAE_WIDTH, ("mae", "blocks4"): MAE_DEPTH * 4 * MAE_WIDTH, ("wrn", "prelogits"): WRN_CHANNELS, ("wrn", "projection1"): HIDDEN}
+WIDTHS = {
+    ("mae", "prelogits"): MAE_WIDTH,
+    ("mae", "blocks4"): MAE_DEPTH * 4 * MAE_WIDTH,
+    ("wrn", "prelogits"): WRN_CHANNELS,
+    ("wrn", "projection1"): HIDDEN,
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +38,13 @@ def checkpoints(tmp_path_factory) -> dict[str, str]:
     torch.manual_seed(0)
     save_mae(MaskedAutoencoder(MAESettings("pico", image_size=MAE_SIZE, patch_size=4)), folder / "mae.pt", {})
     head = ProjectionHead(WRN_CHANNELS * (WRN_SIZE // 4) ** 2, HIDDEN, 16)
-    payload = {"format": PHASE1_FORMAT, "size": "wrn10_1", "model": WideResNet("wrn10_1").state_dict(), "head": head.state_dict(), "record": {"method": "align_uniform"}}
+    payload = {
+        "format": PHASE1_FORMAT,
+        "size": "wrn10_1",
+        "model": WideResNet("wrn10_1").state_dict(),
+        "head": head.state_dict(),
+        "record": {"method": "align_uniform"},
+    }
     checkpoint.save_atomic(payload, folder / "wrn.pt")
     return {"mae": str(folder / "mae.pt"), "wrn": str(folder / "wrn.pt")}
 
@@ -46,7 +57,9 @@ def size_of(kind: str) -> int:
     return MAE_SIZE if kind == "mae" else WRN_SIZE
 
 
-@pytest.mark.parametrize(("kind", "recipe"), [(kind, recipe) for kind, recipes in RECIPES.items() for recipe in recipes])
+@pytest.mark.parametrize(
+    ("kind", "recipe"), [(kind, recipe) for kind, recipes in RECIPES.items() for recipe in recipes]
+)
 def test_every_recipe_gives_frozen_features_of_its_width(checkpoints, kind, recipe):
     extractor = load_extractor(kind, checkpoints[kind], recipe, size_of(kind))
     batch = images(size_of(kind))
@@ -68,7 +81,9 @@ def test_mae_prelogits_is_the_normed_class_token(checkpoints):
 def test_patch_tokens_pool_to_a_two_by_two_grid():
     tokens = torch.arange(16.0).view(1, 16, 1)  # a 4 x 4 grid holding 0..15 in row-major order
     pooled = pool_patch_tokens(tokens, (4, 4))
-    assert pooled.tolist() == [[(0 + 1 + 4 + 5) / 4, (2 + 3 + 6 + 7) / 4, (8 + 9 + 12 + 13) / 4, (10 + 11 + 14 + 15) / 4]]
+    assert pooled.tolist() == [
+        [(0 + 1 + 4 + 5) / 4, (2 + 3 + 6 + 7) / 4, (8 + 9 + 12 + 13) / 4, (10 + 11 + 14 + 15) / 4]
+    ]
     two = torch.stack([torch.arange(16.0), -torch.arange(16.0)], dim=1).view(1, 16, 2)  # width 2: tokens stay whole
     assert pool_patch_tokens(two, (4, 4)).tolist() == [[2.5, -2.5, 4.5, -4.5, 10.5, -10.5, 12.5, -12.5]]
 
@@ -101,7 +116,9 @@ def test_wrn_recipes_match_the_backbone_and_head_by_hand(checkpoints):
         linear = F.linear(backbone.features(batch), head["layers.0.weight"], head["layers.0.bias"])
         projected = F.relu(F.group_norm(linear, 16, head["layers.1.weight"], head["layers.1.bias"]))
     assert torch.allclose(load_extractor("wrn", checkpoints["wrn"], "prelogits", WRN_SIZE)(batch), pooled, atol=1e-5)
-    assert torch.allclose(load_extractor("wrn", checkpoints["wrn"], "projection1", WRN_SIZE)(batch), projected, atol=1e-5)
+    assert torch.allclose(
+        load_extractor("wrn", checkpoints["wrn"], "projection1", WRN_SIZE)(batch), projected, atol=1e-5
+    )
 
 
 def test_wrn_prelogits_at_another_size_and_mae_at_a_larger_grid(checkpoints):
@@ -117,7 +134,10 @@ def test_wrn_prelogits_at_another_size_and_mae_at_a_larger_grid(checkpoints):
         (("wrn", "wrn", "blocks4", 12), r"wrn feature recipe 'blocks4' is not one of prelogits, projection1"),
         (("mae", "missing", "prelogits", 32), r"checkpoint .*missing\.pt does not exist"),
         (("wrn", "missing", "projection1", 12), r"checkpoint .*missing\.pt does not exist"),
-        (("wrn", "wrn", "projection1", 16), r"projection1 features of .*wrn\.pt need 12 px images \(the size Phase I trained on\), not 16"),
+        (
+            ("wrn", "wrn", "projection1", 16),
+            r"projection1 features of .*wrn\.pt need 12 px images \(the size Phase I trained on\), not 16",
+        ),
         (("wrn", "mae", "prelogits", 12), r"mae\.pt is not a DP-RandP Phase I checkpoint"),
     ],
 )
@@ -150,7 +170,9 @@ def test_an_inception_view_of_an_example_does_not_depend_on_its_batch():
     assert torch.equal(together, alone)
     other_view = crop_views(batch, 12, "inception", 2, indices, seed=4)
     other_seed = crop_views(batch, 12, "inception", 1, indices, seed=5)
-    assert all(not torch.equal(together[k], other_view[k]) and not torch.equal(together[k], other_seed[k]) for k in range(5))
+    assert all(
+        not torch.equal(together[k], other_view[k]) and not torch.equal(together[k], other_seed[k]) for k in range(5)
+    )
 
 
 def test_inception_crops_flip_about_half_the_time():

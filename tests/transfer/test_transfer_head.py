@@ -24,7 +24,9 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 ADAM_EPS = 1e-8  # make_optimizer's
 
 
-def blobs(n: int, width: int, classes: int, seed: int, views: int = 1, separation: float = 3.0) -> tuple[torch.Tensor, torch.Tensor]:
+def blobs(
+    n: int, width: int, classes: int, seed: int, views: int = 1, separation: float = 3.0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(views, n, width) features of `classes` Gaussian blobs (fixed centres), labels (n,)."""
     centres = torch.randn(classes, width, generator=torch.Generator().manual_seed(99)) * separation / math.sqrt(width)
     labels = torch.arange(n) % classes
@@ -32,7 +34,9 @@ def blobs(n: int, width: int, classes: int, seed: int, views: int = 1, separatio
     return centres[labels] + noise, labels
 
 
-def per_example_gradients(weight: torch.Tensor, bias: float, x: torch.Tensor, y: torch.Tensor, classes: int) -> list[torch.Tensor]:
+def per_example_gradients(
+    weight: torch.Tensor, bias: float, x: torch.Tensor, y: torch.Tensor, classes: int
+) -> list[torch.Tensor]:
     """Each example's gradient of the one-vs-all sigmoid loss w.r.t. the weights, one at a time."""
     grads = []
     for xi, yi in zip(x, y):
@@ -55,11 +59,15 @@ def noise_draw(seed: int, step: int, sigma: float, clip_norm: float, shape: tupl
 def test_one_full_batch_dp_adam_step_from_zero_is_a_sign_step():
     n, width, classes, clip = 40, 6, 3, 2.5
     x, y = blobs(n, width, classes, seed=1)
-    settings = HeadSettings(optimizer="adam", lr=0.05, batch_fraction=1.0, epochs=1, epsilon=8.0, delta=1e-5, clip_norm=clip, seed=7)
+    settings = HeadSettings(
+        optimizer="adam", lr=0.05, batch_fraction=1.0, epochs=1, epsilon=8.0, delta=1e-5, clip_norm=clip, seed=7
+    )
     head, record = fit_head(x, y, classes, settings)
     sigma = record["privacy"]["noise_multiplier"]
     assert record["steps"] == 1 and record["batch_sizes"] == [n]
-    assert sigma == pytest.approx(1 / gaussian.mu_for_epsilon(8.0, 1e-5), rel=1e-9)  # q = 1: the exact Gaussian mechanism
+    assert sigma == pytest.approx(
+        1 / gaussian.mu_for_epsilon(8.0, 1e-5), rel=1e-9
+    )  # q = 1: the exact Gaussian mechanism
     grads = per_example_gradients(torch.zeros(classes, width), -10.0, x[0], y, classes)
     norms = torch.stack([g.norm() for g in grads])
     assert (norms > clip).any() and (norms < clip).any()  # both clipped and unclipped examples
@@ -89,7 +97,19 @@ def test_dp_lamb_first_step_is_dp_adams_then_the_trust_ratio_scales_its_steps():
 def test_a_subsampled_run_equals_a_naive_per_example_loop(epsilon):
     n, width, classes, views, q, lr, clip, seed = 16, 4, 3, 2, 0.5, 0.5, 1.0, 5
     x, y = blobs(n, width, classes, seed=3, views=views)
-    settings = HeadSettings(optimizer="sgd", momentum=0.0, lr=lr, batch_fraction=q, epochs=2, epsilon=epsilon, delta=1e-5, clip_norm=clip, accountant="rdp", seed=seed, micro_batch=3)
+    settings = HeadSettings(
+        optimizer="sgd",
+        momentum=0.0,
+        lr=lr,
+        batch_fraction=q,
+        epochs=2,
+        epsilon=epsilon,
+        delta=1e-5,
+        clip_norm=clip,
+        accountant="rdp",
+        seed=seed,
+        micro_batch=3,
+    )
     head, record = fit_head(x, y, classes, settings)
     steps = record["steps"]
     assert steps == 4 and record["sample_rate"] == q
@@ -113,7 +133,14 @@ def test_a_subsampled_run_equals_a_naive_per_example_loop(epsilon):
 def test_realised_poisson_batches_have_mean_q_n():
     n, q = 400, 0.05
     x, y = blobs(n, 3, 2, seed=4)
-    record = train_head(x, y, x[0], y, 2, HeadSettings(optimizer="sgd", lr=0.1, batch_fraction=q, epochs=20, epsilon=8.0, accountant="rdp", delta=1e-5))
+    record = train_head(
+        x,
+        y,
+        x[0],
+        y,
+        2,
+        HeadSettings(optimizer="sgd", lr=0.1, batch_fraction=q, epochs=20, epsilon=8.0, accountant="rdp", delta=1e-5),
+    )
     sizes = np.array(record["batch_sizes"])
     assert record["steps"] == len(sizes) == 400
     expected, spread = q * n, math.sqrt(n * q * (1 - q))
@@ -128,10 +155,22 @@ def test_the_head_learns_separable_features_and_zero_init_beats_a_huge_one():
     runs = {
         "dp": HeadSettings(epsilon=8.0, **single_step),
         "plain": HeadSettings(epsilon=None, **single_step),
-        "dp subsampled": HeadSettings(optimizer="lamb", lr=0.1, batch_fraction=0.2, epochs=5, epsilon=8.0, accountant="rdp", schedule="cosine", warmup_epochs=1.0),
+        "dp subsampled": HeadSettings(
+            optimizer="lamb",
+            lr=0.1,
+            batch_fraction=0.2,
+            epochs=5,
+            epsilon=8.0,
+            accountant="rdp",
+            schedule="cosine",
+            warmup_epochs=1.0,
+        ),
         "dp huge init": HeadSettings(epsilon=8.0, init_scale=100.0, **single_step),
     }
-    accuracy = {name: train_head(train, labels, test[0], test_labels, 3, settings)["accuracy"] for name, settings in runs.items()}
+    accuracy = {
+        name: train_head(train, labels, test[0], test_labels, 3, settings)["accuracy"]
+        for name, settings in runs.items()
+    }
     print(accuracy)
     assert min(accuracy["dp"], accuracy["plain"], accuracy["dp subsampled"]) > 80.0  # chance: 33%
     assert accuracy["dp"] >= accuracy["dp huge init"]
@@ -141,7 +180,16 @@ def test_result_is_json_able_and_deterministic():
     import json
 
     x, y = blobs(50, 4, 2, seed=7, views=2)
-    settings = HeadSettings(optimizer="lamb", lr=0.01, batch_fraction=0.25, epochs=2, epsilon=4.0, accountant="rdp", delta=1e-5, micro_batch=7)
+    settings = HeadSettings(
+        optimizer="lamb",
+        lr=0.01,
+        batch_fraction=0.25,
+        epochs=2,
+        epsilon=4.0,
+        accountant="rdp",
+        delta=1e-5,
+        micro_batch=7,
+    )
     first, second = train_head(x, y, x[0], y, 2, settings), train_head(x, y, x[0], y, 2, settings)
     first.pop("seconds"), second.pop("seconds")
     assert json.loads(json.dumps(first)) == first == second
@@ -155,7 +203,9 @@ def test_init_views_and_schedule():
     assert torch.all(make_head(4, 3, HeadSettings()).weight == 0)
     assert [HeadSettings(batch_fraction=0.1).view(step, 3) for step in (0, 9, 10, 19, 20, 40)] == [0, 0, 1, 1, 2, 2]
     assert [lr_factor(step, 6, 2, "linear") for step in range(6)] == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]
-    assert [lr_factor(step, 4, 0, "cosine") for step in range(4)] == pytest.approx([1.0, 0.5 + 0.5 * math.cos(math.pi / 4), 0.5, 0.5 - 0.5 * math.cos(math.pi / 4)])
+    assert [lr_factor(step, 4, 0, "cosine") for step in range(4)] == pytest.approx(
+        [1.0, 0.5 + 0.5 * math.cos(math.pi / 4), 0.5, 0.5 - 0.5 * math.cos(math.pi / 4)]
+    )
     assert lr_factor(3, 4, 0, "constant") == 1.0
 
 

@@ -32,12 +32,17 @@ def test_batch_sweeps_cover_every_batch_with_and_without_privacy_for_the_epochs(
     plan = TransferPlan(EMBEDDED)
     runs = plan.runs("mehta_table1")
     columns = {run.column for run in runs}
-    assert columns == {f"{side} / batch={b}" for side in ("With privacy", "Without privacy") for b in EMBEDDED["mehta"]["batch_sizes"]}
+    assert columns == {
+        f"{side} / batch={b}" for side in ("With privacy", "Without privacy") for b in EMBEDDED["mehta"]["batch_sizes"]
+    }
     assert {run.settings["optimizer"] for run in runs} == {"sgd"}
     private = [run for run in runs if run.column.startswith(PRIVATE)]
     assert {run.settings["epsilon"] for run in private} == {10}
     epochs = EMBEDDED["mehta"]["epochs"]
-    assert all(run.settings["epochs"] == epochs and run.features.crop == "inception" and run.features.views == epochs for run in runs)
+    assert all(
+        run.settings["epochs"] == epochs and run.features.crop == "inception" and run.features.views == epochs
+        for run in runs
+    )
     assert {run.row for run in runs} == {"ViT-B/16 / Last layer", "ResNet50x4 / Last layer"}
     table2 = plan.runs("mehta_table2")
     assert {run.settings["optimizer"] for run in table2} == {"lamb", "sgd"}  # sgd: the 'Best' column
@@ -82,7 +87,9 @@ def test_probe_studies_follow_the_schedule_with_seeds():
     plan = TransferPlan(EMBEDDED)
     cifar = plan.runs("dprandp_probe_cifar")
     assert {run.features.recipe for run in cifar} == {"projection1"}
-    assert len(cifar) == len(EMBEDDED["dprandp_probe"]["cifar"]["schedule"]) * len(EMBEDDED["dprandp_probe"]["cifar"]["seeds"])
+    assert len(cifar) == len(EMBEDDED["dprandp_probe"]["cifar"]["schedule"]) * len(
+        EMBEDDED["dprandp_probe"]["cifar"]["seeds"]
+    )
     imagenet = plan.runs("dprandp_probe_imagenet")
     assert {run.settings["feature_norm"] for run in imagenet} == {50}
     assert {run.settings["steps"] for run in imagenet} == {100, 200}

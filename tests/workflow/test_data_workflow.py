@@ -30,7 +30,10 @@ def test_dry_run_embedded_writes_the_natural_stand_in_one_job_per_shard(tmp_path
     laion = yaml.safe_load((ROOT / "config/config.yaml").read_text())["data"]["laion"]
     done = run_snakemake(tmp_path, "-n", INDEX)
     assert done.returncode == 0, done.output
-    assert job_counts(done.output) == {"laion_natural_shard": math.ceil(laion["images"] / laion["shard_size"]), "laion_index": 1}
+    assert job_counts(done.output) == {
+        "laion_natural_shard": math.ceil(laion["images"] / laion["shard_size"]),
+        "laion_index": 1,
+    }
 
 
 def test_dry_run_paper_indexes_shards_it_does_not_have(tmp_path):
@@ -50,7 +53,10 @@ def test_dry_run_img2dataset_downloads_in_one_job(tmp_path):
 @pytest.mark.parametrize(
     "laion, message",
     [
-        ("source: laion5b", "config key 'data.laion.source': 'laion5b' is not one of ['natural', 'img2dataset', 'shards']"),
+        (
+            "source: laion5b",
+            "config key 'data.laion.source': 'laion5b' is not one of ['natural', 'img2dataset', 'shards']",
+        ),
         ("source: img2dataset", "config key 'data.laion.url_list': source 'img2dataset' needs it"),
         ("source: shards", "config key 'data.laion.shards': source 'shards' needs it"),
         ("images: null", "config key 'data.laion.images': source 'natural' needs it"),

@@ -42,10 +42,22 @@ def slurm_arguments(*overrides: str) -> list[str]:
     """The slurm profile as a user runs it here: the site settings (partition) and resources
     that fit a 2-CPU node given on the command line, squeue for job states (no accounting)."""
     return [
-        "--profile", str(ROOT / "profiles/slurm"), "--slurm-status-command", "squeue",
-        "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
-        "--default-resources", "slurm_partition=test", "mem_mb=2000", "cpus_per_task=1", "runtime=60",
-        "--set-resources", "dp_mae:mem_mb=4000", *overrides,
+        "--profile",
+        str(ROOT / "profiles/slurm"),
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+        "--seconds-between-status-checks",
+        "2",
+        "--default-resources",
+        "slurm_partition=test",
+        "mem_mb=2000",
+        "cpus_per_task=1",
+        "runtime=60",
+        "--set-resources",
+        "dp_mae:mem_mb=4000",
+        *overrides,
     ]
 
 
@@ -59,14 +71,18 @@ def small_config(path: Path, steps: int, dp_extra: str = "") -> Path:
 def reference(tmp_path_factory) -> Path:
     """A local single-process run of the small chain, 8 DP steps."""
     workdir = tmp_path_factory.mktemp("local")
-    done = run_snakemake(workdir, f"{RUN}/model.pt", "--cores", "2", "--configfile", str(small_config(workdir / "small.yaml", 8)))
+    done = run_snakemake(
+        workdir, f"{RUN}/model.pt", "--cores", "2", "--configfile", str(small_config(workdir / "small.yaml", 8))
+    )
     assert done.returncode == 0, done.output[-3000:]
     return workdir
 
 
 def copy_upstream(reference: Path, workdir: Path) -> None:
     """The reference's inputs of the DP run (shards, (Syn)-ViP), so only dp_mae runs again."""
-    shutil.copytree(reference / "results", workdir / "results", ignore=shutil.ignore_patterns("dp_pretrain", "logs", "benchmarks"))
+    shutil.copytree(
+        reference / "results", workdir / "results", ignore=shutil.ignore_patterns("dp_pretrain", "logs", "benchmarks")
+    )
 
 
 def submitted(workdir: Path) -> list[str]:
@@ -103,8 +119,12 @@ def test_dp_mae_as_two_processes_under_slurm_matches_one_process(slurm_cluster, 
     copy_upstream(reference, tmp_path)
     config = small_config(tmp_path / "two.yaml", 8, "gpus: 2\n  threads: 2")
     done = run_snakemake(
-        tmp_path, f"{RUN}/model.pt", "--configfile", str(config),
-        *slurm_arguments("dp_mae:gpu=0", "dp_mae:cpus_per_task=2"), env=slurm_cluster.env,
+        tmp_path,
+        f"{RUN}/model.pt",
+        "--configfile",
+        str(config),
+        *slurm_arguments("dp_mae:gpu=0", "dp_mae:cpus_per_task=2"),
+        env=slurm_cluster.env,
     )
     assert done.returncode == 0, done.output[-3000:]
     assert submitted(tmp_path) == ["dp_mae"]  # through sbatch, not locally
@@ -125,7 +145,9 @@ def test_a_cancelled_dp_mae_job_resumes_from_its_checkpoint_under_slurm(slurm_cl
     config = small_config(tmp_path / "small.yaml", 8)
     command = snakemake_command(tmp_path, f"{RUN}/model.pt", "--configfile", str(config), *slurm_arguments())
     with open(tmp_path / "snakemake.out", "w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=snakemake_env(tmp_path, slurm_cluster.env))
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=snakemake_env(tmp_path, slurm_cluster.env)
+        )
         state = tmp_path / RUN / "work" / "state.pt"
         deadline = time.monotonic() + 600
         while not state.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -140,7 +162,9 @@ def test_a_cancelled_dp_mae_job_resumes_from_its_checkpoint_under_slurm(slurm_cl
     assert "CANCELLED" in output or "failed" in output.lower(), output[-3000:]
     assert "resuming" in (tmp_path / "results/logs/dp_pretrain/vip_micro.log").read_text()
     resumed, uninterrupted = tmp_path / RUN, reference / RUN
-    assert json.loads((resumed / "privacy.json").read_text()) == json.loads((uninterrupted / "privacy.json").read_text())
+    assert json.loads((resumed / "privacy.json").read_text()) == json.loads(
+        (uninterrupted / "privacy.json").read_text()
+    )
     assert max_difference(weights(resumed), weights(uninterrupted)) == 0.0
 
 
@@ -150,7 +174,11 @@ def fitted_resources() -> list[str]:
     import yaml
 
     profile = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
-    return [f"{rule}:{key}={value}" for rule in profile["set-resources"] for key, value in (("cpus_per_task", 1), ("mem_mb", 5000), ("runtime", 120))]
+    return [
+        f"{rule}:{key}={value}"
+        for rule in profile["set-resources"]
+        for key, value in (("cpus_per_task", 1), ("mem_mb", 5000), ("runtime", 120))
+    ]
 
 
 # One table per paper and the privacy audit: together they cross every stage that runs on
@@ -180,8 +208,20 @@ def test_one_table_per_paper_through_slurm_equals_the_local_run(slurm_cluster, e
     sent = submitted(cluster)
     assert sorted(sent) == sorted(remote)
     # every cluster stage of the workflow is crossed
-    assert {"synthetic_shard", "synthetic_index", "laion_natural_shard", "laion_index", "syn_vip", "dp_mae", "evaluate",
-            "dprandp_phase1", "dprandp_private", "transfer_features", "transfer_study", "privacy_audit"} <= set(sent)
+    assert {
+        "synthetic_shard",
+        "synthetic_index",
+        "laion_natural_shard",
+        "laion_index",
+        "syn_vip",
+        "dp_mae",
+        "evaluate",
+        "dprandp_phase1",
+        "dprandp_private",
+        "transfer_features",
+        "transfer_study",
+        "privacy_audit",
+    } <= set(sent)
     assert local_rules == {"table_vip_result", "table_dprandp", "table_mehta", "table_privacy_audit"}
     assert len(list((cluster / ".snakemake/slurm_logs").rglob("*.log"))) == len(sent)  # kept
 

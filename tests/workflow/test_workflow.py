@@ -62,8 +62,15 @@ COMMON_JOBS = {
 # evaluations: 12 linear probes (every MAE), 7 few-shot (Tables 2, 7, 10, Figure 5; ResNet-50
 # as the CNN baseline), COCO, ADE20K and DP fine-tuning of syn_vip_micro and vip_micro
 ALL_JOBS = COMMON_JOBS | {
-    "synthetic_shard": 6, "synthetic_index": 3, "syn_vip": 2, "syn_vip_reconstructions": 2,
-    "laion_natural_shard": 2, "laion_index": 1, "dp_mae": 10, "evaluate": 12 + 8 + 2 + 2 + 2, "coco_standin": 2,
+    "synthetic_shard": 6,
+    "synthetic_index": 3,
+    "syn_vip": 2,
+    "syn_vip_reconstructions": 2,
+    "laion_natural_shard": 2,
+    "laion_index": 1,
+    "dp_mae": 10,
+    "evaluate": 12 + 8 + 2 + 2 + 2,
+    "coco_standin": 2,
     # DP-RandP on digits, epsilon 1 and 8, 2 seeds: DP-RandP, w/o Phase II, Phase II only and
     # cold (16); at epsilon 1 with seed 0: Table 10's two other Phase I sets (2), MoCo and the
     # second model with and without Phase II (4), Table 25's other cold Phase II steps (2)
@@ -78,8 +85,13 @@ ALL_JOBS = COMMON_JOBS | {
 # ViP's DP runs: 5 sizes from (Syn)-ViP and 5 from random initialisation, 2 dataset sizes,
 # 2 batch sizes, 3 decoder depths, 2 mask ratios
 PAPER_JOBS = COMMON_JOBS | {
-    "synthetic_shard": 210 + 21 + 260 + 21, "synthetic_index": 4, "syn_vip": 5, "syn_vip_reconstructions": 5,
-    "laion_index": 1, "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2, "evaluate": 123,
+    "synthetic_shard": 210 + 21 + 260 + 21,
+    "synthetic_index": 4,
+    "syn_vip": 5,
+    "syn_vip_reconstructions": 5,
+    "laion_index": 1,
+    "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2,
+    "evaluate": 123,
     # 5 seeds: CIFAR-10 (7 epsilons) x 4 variants, CIFAR-100 (5) and DermaMNIST (4) x 2;
     # Tables 10-12, Figure 6 (20 other Phase II steps) and Table 25 (9 other) at epsilon 1
     "dprandp_private": 5 * (7 * 4 + 5 * 2 + 4 * 2 + 2 + 7 * 2 + 6 * 2 + 20 + 9),
@@ -108,24 +120,31 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     dp_jobs = re.findall(r"rule dp_mae:\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(dp_jobs) == 21 and all("gpu=8" in resources and "runtime=2880" in resources for resources in dp_jobs)
     # each evaluation asks for one GPU and its task's wall time
-    evaluations = re.findall(r"rule evaluate:\n(?:    .*\n)*?    output: results/evaluate/(\w+)/.*\n(?:    .*\n)*?    resources: (.*)", done.output)
+    evaluations = re.findall(
+        r"rule evaluate:\n(?:    .*\n)*?    output: results/evaluate/(\w+)/.*\n(?:    .*\n)*?    resources: (.*)",
+        done.output,
+    )
     tasks = {task: sum(1 for t, _ in evaluations if t == task) for task, _ in evaluations}
     assert tasks == {"linear_probe": 64, "few_shot": 53, "coco": 2, "ade20k": 2, "dp_finetune": 2}
     runtime = {"linear_probe": 1440, "few_shot": 240, "coco": 4320, "ade20k": 1440, "dp_finetune": 2880}
     assert all("gpu=1" in resources and f"runtime={runtime[task]}" in resources for task, resources in evaluations)
     randp = re.findall(r"rule dprandp_(phase1|private):\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(randp) == 5 + PAPER_JOBS["dprandp_private"]
-    assert all("gpu=1" in resources and f"runtime={2880 if kind == 'phase1' else 1440}" in resources for kind, resources in randp)
+    assert all(
+        "gpu=1" in resources and f"runtime={2880 if kind == 'phase1' else 1440}" in resources
+        for kind, resources in randp
+    )
     transfer = re.findall(r"rule transfer_(features|study):\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(transfer) == PAPER_JOBS["transfer_features"] + 9
-    assert all("gpu=1" in resources and f"runtime={2880 if kind == 'features' else 1440}" in resources for kind, resources in transfer)
+    assert all(
+        "gpu=1" in resources and f"runtime={2880 if kind == 'features' else 1440}" in resources
+        for kind, resources in transfer
+    )
 
 
 def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(
-        "synthetic:\n  datasets:\n    dead_leaves:\n      family: stylegan_oriented\n      resolution: 48\n"
-    )
+    bad.write_text("synthetic:\n  datasets:\n    dead_leaves:\n      family: stylegan_oriented\n      resolution: 48\n")
     done = run_snakemake(tmp_path, "-n", "--configfile", str(bad))
     assert done.returncode != 0
     assert "resolution must be a power of two for stylegan_oriented (got 48)" in done.output
@@ -137,16 +156,37 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
     [
         ("pretrain: {syn_vip: {dataset: nowhere}}", "'pretrain.syn_vip.dataset': 'nowhere' is not a synthetic dataset"),
         ("pretrain: {syn_vip: {gpus: 3}}", "pretrain.syn_vip.batch_size 128 does not divide over 3 processes (gpus)"),
-        ("pretrain: {syn_vip: {batch_size: 4096}}", "pretrain.syn_vip.batch_size 4096 exceeds the 2048 images of dataset 'shaders'"),
+        (
+            "pretrain: {syn_vip: {batch_size: 4096}}",
+            "pretrain.syn_vip.batch_size 4096 exceeds the 2048 images of dataset 'shaders'",
+        ),
         ("pretrain: {syn_vip: {models: [huge]}}", "MAE model 'huge' is not a registered size"),
         ("pretrain: {syn_vip: {patch_size: 5}}", "MAE image size 32 is not a multiple of patch size 5"),
-        ("dp_pretrain: {settings: {batch_size: 100000}}", "dp_pretrain run vip_micro: batch_size 100000 exceeds the 2048 examples"),
-        ("dp_pretrain: {ablations: {model_size: [mini]}}", "dp_pretrain run vip_mini starts from (Syn)-ViP 'mini', which pretrain.syn_vip.models does not train"),
-        ("dp_pretrain: {ablations: {dataset_size: [100]}}", "dp_pretrain run vip_micro_n100: batch_size 128 exceeds the 100 examples"),
+        (
+            "dp_pretrain: {settings: {batch_size: 100000}}",
+            "dp_pretrain run vip_micro: batch_size 100000 exceeds the 2048 examples",
+        ),
+        (
+            "dp_pretrain: {ablations: {model_size: [mini]}}",
+            "dp_pretrain run vip_mini starts from (Syn)-ViP 'mini', which pretrain.syn_vip.models does not train",
+        ),
+        (
+            "dp_pretrain: {ablations: {dataset_size: [100]}}",
+            "dp_pretrain run vip_micro_n100: batch_size 128 exceeds the 100 examples",
+        ),
         ("dp_pretrain: {settings: {sigma: 0.5}}", "sigma"),
-        ("dp_pretrain: {ablation_model: nano}", "dp_pretrain.ablation_model 'nano' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size"),
-        ("evaluate: {few_shot: {datasets: {Aircraft: [10]}}}", "evaluate.few_shot uses dataset 'Aircraft', which evaluate.datasets does not define"),
-        ("evaluate: {datasets: {ImageNet-1K: {source: folder}}}", "config key 'evaluate.datasets.ImageNet-1K.source': 'folder' is not one of"),
+        (
+            "dp_pretrain: {ablation_model: nano}",
+            "dp_pretrain.ablation_model 'nano' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size",
+        ),
+        (
+            "evaluate: {few_shot: {datasets: {Aircraft: [10]}}}",
+            "evaluate.few_shot uses dataset 'Aircraft', which evaluate.datasets does not define",
+        ),
+        (
+            "evaluate: {datasets: {ImageNet-1K: {source: folder}}}",
+            "config key 'evaluate.datasets.ImageNet-1K.source': 'folder' is not one of",
+        ),
     ],
 )
 def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path, bad_config, message):
@@ -158,8 +198,16 @@ def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path,
 
 
 VIP_TABLE_EVALUATIONS = {  # what each ViP table evaluates in the embedded default
-    "vip_table1": 2, "vip_table2": 3, "vip_table4": 4, "vip_table5": 2, "vip_table6": 2,
-    "vip_table7": 2, "vip_table8": 3, "vip_table9": 4, "vip_table10": 8, "vip_table11": 3,
+    "vip_table1": 2,
+    "vip_table2": 3,
+    "vip_table4": 4,
+    "vip_table5": 2,
+    "vip_table6": 2,
+    "vip_table7": 2,
+    "vip_table8": 3,
+    "vip_table9": 4,
+    "vip_table10": 8,
+    "vip_table11": 3,
 }
 
 
@@ -224,16 +272,36 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     bundle = tmp_path / "results/bundle"
     assert verify_bundle(bundle).ok and not verify_bundle(bundle).unlisted
     for name in (
-        "tables/privacy_audit.csv", "tables/privacy_audit.md", "tables/privacy_audit.tex",
-        "tables/synthetic_datasets.csv", "figures/synthetic_samples.png", "figures/synthetic_samples.pdf",
-        "figures/vip_figure6.png", "figures/vip_figure6.pdf", "report/report.html", "provenance.json",
-        "tables/vip_table3.csv", "figures/syn_vip_loss.png", "figures/syn_vip_reconstructions.png",
-        "tables/vip_dp_runs.csv", "figures/vip_figure3a.png", "figures/vip_figure3b.pdf", "figures/vip_figure4a.png",
-        "figures/vip_figure4b.png", "figures/vip_figure7.png", "figures/vip_figure1.png", "figures/vip_figure5.pdf",
+        "tables/privacy_audit.csv",
+        "tables/privacy_audit.md",
+        "tables/privacy_audit.tex",
+        "tables/synthetic_datasets.csv",
+        "figures/synthetic_samples.png",
+        "figures/synthetic_samples.pdf",
+        "figures/vip_figure6.png",
+        "figures/vip_figure6.pdf",
+        "report/report.html",
+        "provenance.json",
+        "tables/vip_table3.csv",
+        "figures/syn_vip_loss.png",
+        "figures/syn_vip_reconstructions.png",
+        "tables/vip_dp_runs.csv",
+        "figures/vip_figure3a.png",
+        "figures/vip_figure3b.pdf",
+        "figures/vip_figure4a.png",
+        "figures/vip_figure4b.png",
+        "figures/vip_figure7.png",
+        "figures/vip_figure1.png",
+        "figures/vip_figure5.pdf",
         *(f"tables/vip_table{n}.{kind}" for n in (1, 2, 4, 5, 6, 7, 8, 9, 10, 11) for kind in ("csv", "md", "tex")),
         *(f"tables/dprandp_table{n}.csv" for n in (1, 2, 3, 6, 10, 11, 12, 16, 24, 25)),
-        "tables/dprandp_claims.md", "figures/dprandp_figure2.png", "figures/dprandp_figure4.pdf", "figures/dprandp_figure6.png",
-        *(f"tables/mehta_table{n}.csv" for n in range(1, 6)), "figures/mehta_figure1b.png", "figures/mehta_figure2.pdf",
+        "tables/dprandp_claims.md",
+        "figures/dprandp_figure2.png",
+        "figures/dprandp_figure4.pdf",
+        "figures/dprandp_figure6.png",
+        *(f"tables/mehta_table{n}.csv" for n in range(1, 6)),
+        "figures/mehta_figure1b.png",
+        "figures/mehta_figure2.pdf",
         *(f"tables/dprandp_table{n}.md" for n in (4, 5, 22, 23)),
     ):
         assert (bundle / name).is_file(), name
@@ -264,13 +332,22 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     private = tmp_path / "results/dprandp/private/CIFAR-10"
     result = json.loads((private / "randp_wrn10_1/p4_eps1_seed0.json").read_text())
     ledger = result["privacy"]
-    assert ledger["steps_done"] == 24 and 0.99 < ledger["epsilon_spent"] <= 1.0 and 0 < ledger["epsilon_phase2"] < ledger["epsilon_spent"]
-    assert [p["phase"] for p in result["curve"]] == [2] * 4 + [3] * 20 and result["accuracy"]["test"] > 12  # measured 17.8
+    assert (
+        ledger["steps_done"] == 24
+        and 0.99 < ledger["epsilon_spent"] <= 1.0
+        and 0 < ledger["epsilon_phase2"] < ledger["epsilon_spent"]
+    )
+    assert [p["phase"] for p in result["curve"]] == [2] * 4 + [3] * 20 and result["accuracy"][
+        "test"
+    ] > 12  # measured 17.8
     assert json.loads((private / "cold/p0_eps8_seed1.json").read_text())["init_checkpoint"] == "random"
     # Measured: DP-RandP 16.0% at epsilon 1 and 35.6% at 8; the cold start 10.0% and 16.7%.
     randp = pd.read_csv(tmp_path / "results/tables/dprandp_table1.csv").set_index("row")
     assert randp.at["DP-RandP", "epsilon=1 (paper)"] == 72.32
-    assert randp.at["DP-RandP", "epsilon=8 (ours)"] > 25 and randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["DP-RandP", "epsilon=1 (ours)"]
+    assert (
+        randp.at["DP-RandP", "epsilon=8 (ours)"] > 25
+        and randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["DP-RandP", "epsilon=1 (ours)"]
+    )
     assert randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["De et al. [15]", "epsilon=8 (ours)"] + 10
     # The verdicts on our runs: (a) warm beats cold, (c) Phase II helps and (d) probing alone
     # saturates hold; (b), the gap growing as epsilon shrinks, does not at this size (+2.1 at
@@ -289,7 +366,11 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert partial.returncode == 0, partial.output
     counts = job_counts(partial.output)
     assert set(counts) == {"evaluate", "table_vip_result"} and counts["table_vip_result"] == 1
-    assert re.findall(r"output: results/evaluate/(\w+)/", partial.output) == ["ade20k"] * counts["evaluate"] == ["ade20k"] * 2
+    assert (
+        re.findall(r"output: results/evaluate/(\w+)/", partial.output)
+        == ["ade20k"] * counts["evaluate"]
+        == ["ade20k"] * 2
+    )
 
     # DP transfer: real numbers on cached features; a second run of a study reads the caches
     # the first one wrote, without computing a feature again.
@@ -302,10 +383,14 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert probe.at[1.0, "σ_1 (paper)"] == 71 and probe.at[1.0, "epsilon (ours)"] == pytest.approx(1.0, abs=1e-3)
     study = tmp_path / "results/dp_transfer/mehta_table5.json"
     first = json.loads(study.read_text())["runs"]
-    rerun = run_snakemake(tmp_path, "--cores", "2", "results/tables/mehta_table5.csv", "--forcerun", str(study.relative_to(tmp_path)))
+    rerun = run_snakemake(
+        tmp_path, "--cores", "2", "results/tables/mehta_table5.csv", "--forcerun", str(study.relative_to(tmp_path))
+    )
     assert rerun.returncode == 0, rerun.output
     assert job_counts(rerun.output) == {"transfer_study": 1, "table_mehta": 1}
-    assert [r["result"]["accuracy"] for r in json.loads(study.read_text())["runs"]] == [r["result"]["accuracy"] for r in first]
+    assert [r["result"]["accuracy"] for r in json.loads(study.read_text())["runs"]] == [
+        r["result"]["accuracy"] for r in first
+    ]
 
     # The (Syn)-ViP checkpoint loads for the next stages; its record says what trained it.
     run = tmp_path / "results/pretrain/syn_vip_micro"
@@ -334,8 +419,15 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     redo = run_snakemake(tmp_path, "--cores", "2")
     assert redo.returncode == 0, redo.output
     assert job_counts(redo.output) == {
-        "synthetic_shard": 1, "synthetic_index": 1, "table_synthetic_datasets": 1, "dprandp_phase1": 1, "dprandp_private": 1,
-        "table_dprandp": 1, "bundle_report": 1, "bundle": 1, "all": 1,
+        "synthetic_shard": 1,
+        "synthetic_index": 1,
+        "table_synthetic_datasets": 1,
+        "dprandp_phase1": 1,
+        "dprandp_private": 1,
+        "table_dprandp": 1,
+        "bundle_report": 1,
+        "bundle": 1,
+        "all": 1,
     }
     assert sha256(shard) == before and index.read_bytes() == index_before
     assert {path: path.stat().st_mtime_ns for path in others} == others
@@ -368,7 +460,9 @@ def test_syn_vip_with_two_processes_runs_under_torchrun(tmp_path):
         "pretrain:\n  syn_vip:\n    gpus: 2\n    epochs: 1\n    batch_size: 64\n    warmup_epochs: 0\n"
     )
     run = tmp_path / "results/pretrain/syn_vip_micro"
-    done = run_snakemake(tmp_path, "results/pretrain/syn_vip_micro/model.pt", "--cores", "2", "--configfile", str(small))
+    done = run_snakemake(
+        tmp_path, "results/pretrain/syn_vip_micro/model.pt", "--cores", "2", "--configfile", str(small)
+    )
     assert done.returncode == 0, done.output
     _, record = load_mae(run / "model.pt")
     assert record["world_size"] == 2 and record["steps"] == 4 and record["images_seen"] == 256

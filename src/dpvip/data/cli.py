@@ -24,9 +24,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from dpvip.data.shard_index import summary
 
     settings = IngestSettings(
-        image_size=args.image_size, resize_mode=args.resize_mode, processes=args.processes, threads=args.threads,
-        shard_size=args.shard_size, timeout=args.timeout, retries=args.retries,
-        url_column=args.url_column, caption_column=args.caption_column,
+        image_size=args.image_size,
+        resize_mode=args.resize_mode,
+        processes=args.processes,
+        threads=args.threads,
+        shard_size=args.shard_size,
+        timeout=args.timeout,
+        retries=args.retries,
+        url_column=args.url_column,
+        caption_column=args.caption_column,
     )
     index = ingest(args.urls, args.out, settings, checksums=args.checksums)
     print(f"{Path(args.out) / 'index.json'}: {summary(index)}")
@@ -39,8 +45,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     folder = Path(args.directory)
     index_path = Path(args.out) if args.out else folder / "index.json"
     index = index_shards(
-        find_shards(folder), index_path, dataset=args.name, source="shards", location=str(folder.resolve()),
-        checksums=args.checksums, threads=args.threads,
+        find_shards(folder),
+        index_path,
+        dataset=args.name,
+        source="shards",
+        location=str(folder.resolve()),
+        checksums=args.checksums,
+        threads=args.threads,
     )
     print(f"{index_path}: {summary(index)}")
     return 0
@@ -53,12 +64,16 @@ def add_data_commands(commands) -> None:
     data_commands = _command_group(commands, "data", "LAION-format webdataset shards for DP pre-training")
     checksums = argparse.ArgumentParser(add_help=False)
     checksums.add_argument(
-        "--no-checksums", dest="checksums", action="store_false",
+        "--no-checksums",
+        dest="checksums",
+        action="store_false",
         help="record shard sizes instead of SHA-256 (hashing terabytes of LAION takes hours)",
     )
 
     natural = data_commands.add_parser(
-        "natural", parents=[checksums], help="the embedded stand-in for LAION: crops of scikit-image/scikit-learn photos",
+        "natural",
+        parents=[checksums],
+        help="the embedded stand-in for LAION: crops of scikit-image/scikit-learn photos",
         description="Writes shards, dataset.json and index.json; existing shards are kept (they are written atomically), "
         "so a rerun resumes.",
     )
@@ -70,10 +85,14 @@ def add_data_commands(commands) -> None:
     natural.set_defaults(handler=cmd_natural)
 
     ingest = data_commands.add_parser(
-        "ingest", parents=[checksums], help="download a URL list with img2dataset into shards, then index them",
+        "ingest",
+        parents=[checksums],
+        help="download a URL list with img2dataset into shards, then index them",
         description="Writes OUT/shards/ (img2dataset's shards and stats) and OUT/index.json with the download's failures.",
     )
-    ingest.add_argument("--urls", required=True, help="URL list: parquet, csv, tsv, txt or json file, or a folder of them")
+    ingest.add_argument(
+        "--urls", required=True, help="URL list: parquet, csv, tsv, txt or json file, or a folder of them"
+    )
     ingest.add_argument("--out", required=True, help="output folder")
     ingest.add_argument("--image-size", type=_positive_int, default=256)
     ingest.add_argument("--resize-mode", default="keep_ratio", help="keep_ratio, border, center_crop, ...")
@@ -87,10 +106,16 @@ def add_data_commands(commands) -> None:
     ingest.set_defaults(handler=cmd_ingest)
 
     index = data_commands.add_parser(
-        "index", parents=[checksums], help="index a folder of webdataset shards (member tables beside the index)",
+        "index",
+        parents=[checksums],
+        help="index a folder of webdataset shards (member tables beside the index)",
     )
     index.add_argument("directory", help="folder of .tar shards")
-    index.add_argument("--out", help="index.json to write (default: DIRECTORY/index.json; elsewhere for read-only shards)")
+    index.add_argument(
+        "--out", help="index.json to write (default: DIRECTORY/index.json; elsewhere for read-only shards)"
+    )
     index.add_argument("--name", default="laion", help="dataset name recorded in the index")
-    index.add_argument("--threads", type=_positive_int, default=8, help="shards read in parallel (helps on network file systems)")
+    index.add_argument(
+        "--threads", type=_positive_int, default=8, help="shards read in parallel (helps on network file systems)"
+    )
     index.set_defaults(handler=cmd_index)

@@ -42,6 +42,8 @@ def _split(test_fraction: float, seed: int, validation_fraction: float) -> dict[
     train, test = train_test_split(np.arange(len(labels)), test_size=test_fraction, random_state=seed, stratify=labels)
     split = {"pixels": data.images.astype(np.uint8), "labels": labels, "train": np.sort(train), "test": np.sort(test)}
     if validation_fraction:
-        kept, held = train_test_split(np.arange(len(train)), test_size=validation_fraction, random_state=seed, stratify=labels[split["train"]])
+        kept, held = train_test_split(
+            np.arange(len(train)), test_size=validation_fraction, random_state=seed, stratify=labels[split["train"]]
+        )
         split["kept"], split["held"] = np.sort(kept), np.sort(held)
     return split

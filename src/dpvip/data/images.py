@@ -25,7 +25,9 @@ def mae_augmentation(image_size: int, crop_scale: tuple[float, float] = (0.2, 1.
 
     return transforms.Compose(
         [
-            transforms.RandomResizedCrop(image_size, scale=crop_scale, interpolation=transforms.InterpolationMode.BICUBIC),
+            transforms.RandomResizedCrop(
+                image_size, scale=crop_scale, interpolation=transforms.InterpolationMode.BICUBIC
+            ),
             transforms.RandomHorizontalFlip(),
             transforms.ToTensor(),
             transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),

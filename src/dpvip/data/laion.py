@@ -96,7 +96,9 @@ def check_url_list(url_list: str | Path, settings: IngestSettings) -> tuple[str,
     for path in files:
         columns = _columns(path, input_format)
         if settings.url_column not in columns:
-            raise DpvipInputError(f"URL list {path} has no column '{settings.url_column}' (columns: {', '.join(columns)})")
+            raise DpvipInputError(
+                f"URL list {path} has no column '{settings.url_column}' (columns: {', '.join(columns)})"
+            )
         if captions not in columns:
             captions = None
     return input_format, captions
@@ -156,6 +158,12 @@ def ingest(
     if not shards:
         raise DpvipInputError(f"img2dataset wrote no shards to {shards_folder} (is the URL list {url_list} empty?)")
     return index_shards(
-        shards, out / "index.json", dataset="laion", source="img2dataset", location=str(url_list), checksums=checksums,
-        extra={"img2dataset": asdict(settings)}, progress=progress,
+        shards,
+        out / "index.json",
+        dataset="laion",
+        source="img2dataset",
+        location=str(url_list),
+        checksums=checksums,
+        extra={"img2dataset": asdict(settings)},
+        progress=progress,
     )

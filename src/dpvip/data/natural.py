@@ -80,9 +80,13 @@ def photo(name: str) -> np.ndarray:
     try:
         image = np.asarray(load())
     except Exception as err:  # e.g. a scikit-image build that would fetch it with pooch
-        raise DpvipInputError(f"photo '{name}' of {PACKAGE_NAMES[package]} is not available offline: {first_line(err)}") from None
+        raise DpvipInputError(
+            f"photo '{name}' of {PACKAGE_NAMES[package]} is not available offline: {first_line(err)}"
+        ) from None
     if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise DpvipInputError(f"photo '{name}' of {PACKAGE_NAMES[package]} is not RGB uint8 ({image.shape}, {image.dtype})")
+        raise DpvipInputError(
+            f"photo '{name}' of {PACKAGE_NAMES[package]} is not RGB uint8 ({image.shape}, {image.dtype})"
+        )
     return image
 
 
@@ -179,13 +183,24 @@ def write_natural_shard(spec: NaturalSpec, shard: int, path: str | Path, progres
 
 
 def index_natural(
-    spec: NaturalSpec, shard_paths: list[str | Path], index_path: str | Path, checksums: bool = True, progress: bool = True
+    spec: NaturalSpec,
+    shard_paths: list[str | Path],
+    index_path: str | Path,
+    checksums: bool = True,
+    progress: bool = True,
 ) -> dict:
     """index.json of the natural dataset's shards; refuses shards that do not match `spec`."""
     counts = [len(spec.shard_range(shard)) for shard in range(spec.shards)]
     return index_shards(
-        shard_paths, index_path, dataset="laion", source="natural", location="scikit-image and scikit-learn sample photos",
-        checksums=checksums, expected_samples=counts, extra=spec.describe(), progress=progress,
+        shard_paths,
+        index_path,
+        dataset="laion",
+        source="natural",
+        location="scikit-image and scikit-learn sample photos",
+        checksums=checksums,
+        expected_samples=counts,
+        extra=spec.describe(),
+        progress=progress,
     )
 
 

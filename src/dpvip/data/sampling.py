@@ -24,7 +24,16 @@ class EpochBatches:
     sample's augmentation and mask from `seed`. The last partial batch of an epoch is dropped.
     """
 
-    def __init__(self, num_samples: int, batch_size: int, total_steps: int, seed: int, rank: int = 0, world: int = 1, start_step: int = 0):
+    def __init__(
+        self,
+        num_samples: int,
+        batch_size: int,
+        total_steps: int,
+        seed: int,
+        rank: int = 0,
+        world: int = 1,
+        start_step: int = 0,
+    ):
         if batch_size % world:
             raise DpvipInputError(f"batch size {batch_size} does not divide over {world} ranks")
         if num_samples < batch_size:

@@ -62,7 +62,9 @@ def _download_stats(shard: Path) -> dict | None:
         return None
     try:
         stats = json.loads(path.read_text())
-        return {key: stats[key] for key in ("count", "successes", "failed_to_download", "failed_to_resize", "status_dict")}
+        return {
+            key: stats[key] for key in ("count", "successes", "failed_to_download", "failed_to_resize", "status_dict")
+        }
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise DpvipInputError(f"download stats {path} cannot be read: {first_line(err)}") from None
 
@@ -114,14 +116,20 @@ def index_shards(
     index_path = Path(index_path)
     shards = [Path(path) for path in shards]
     if expected_samples is not None and len(expected_samples) != len(shards):
-        raise DpvipInputError(f"dataset '{dataset}' has {len(expected_samples)} shards; {len(shards)} were given to index")
+        raise DpvipInputError(
+            f"dataset '{dataset}' has {len(expected_samples)} shards; {len(shards)} were given to index"
+        )
     with ThreadPoolExecutor(threads) as pool:
         scanned = pool.map(lambda place: _shard_entry(*place, index_path.parent, checksums), enumerate(shards))
-        bar = tqdm(scanned, total=len(shards), desc=f"index {dataset}", unit="shard", disable=not progress, mininterval=2)
+        bar = tqdm(
+            scanned, total=len(shards), desc=f"index {dataset}", unit="shard", disable=not progress, mininterval=2
+        )
         entries = list(bar)
     for shard, entry, expected in zip(shards, entries, expected_samples or [None] * len(shards), strict=True):
         if expected is not None and entry["samples"] != expected:
-            raise DpvipInputError(f"shard {shard} holds {entry['samples']} samples; dataset '{dataset}' expects {expected}")
+            raise DpvipInputError(
+                f"shard {shard} holds {entry['samples']} samples; dataset '{dataset}' expects {expected}"
+            )
     stats = [found for found in map(_download_stats, shards) if found is not None]
     total, failures = sum(entry["samples"] for entry in entries), _failures(stats)
     index = {

@@ -45,7 +45,10 @@ def member_table(path: Path) -> MemberTable:
 def members_record(table: MemberTable, shard_bytes: int) -> dict:
     """A member table as JSON: the shard's size (to notice a shard changed since) and
     {key: {extension: [offset, size]}}."""
-    return {"bytes": shard_bytes, "samples": {key: {e: list(place) for e, place in members.items()} for key, members in table}}
+    return {
+        "bytes": shard_bytes,
+        "samples": {key: {e: list(place) for e, place in members.items()} for key, members in table},
+    }
 
 
 def load_members(path: Path, shard: Path) -> MemberTable:
@@ -53,12 +56,16 @@ def load_members(path: Path, shard: Path) -> MemberTable:
     try:
         record = json.loads(path.read_text())
         recorded, samples = int(record["bytes"]), record["samples"]
-        table = sorted((key, {e: (int(o), int(n)) for e, (o, n) in members.items()}) for key, members in samples.items())
+        table = sorted(
+            (key, {e: (int(o), int(n)) for e, (o, n) in members.items()}) for key, members in samples.items()
+        )
     except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
         raise DpvipInputError(f"member table {path} cannot be read: {first_line(err)}") from None
     size = shard.stat().st_size
     if size != recorded:
-        raise DpvipInputError(f"shard {shard} has {size} bytes; its member table {path} was made for {recorded} (index it again)")
+        raise DpvipInputError(
+            f"shard {shard} has {size} bytes; its member table {path} was made for {recorded} (index it again)"
+        )
     return table
 
 
@@ -125,7 +132,9 @@ class ShardReader:
             sidecar = self.members[shard]
             table = member_table(self.paths[shard]) if sidecar is None else load_members(sidecar, self.paths[shard])
             if len(table) != self.counts[shard]:
-                raise DpvipInputError(f"shard {self.paths[shard]} holds {len(table)} samples; its index says {self.counts[shard]}")
+                raise DpvipInputError(
+                    f"shard {self.paths[shard]} holds {len(table)} samples; its index says {self.counts[shard]}"
+                )
             self._tables[shard] = table
         key, members = self._tables[shard][position]
         handle = self._handle(shard)

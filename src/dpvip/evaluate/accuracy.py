@@ -13,5 +13,8 @@ def classifier_accuracy(classifier: nn.Module, test, batch_size: int = 256) -> f
     the classifier's device."""
     classifier.eval()
     device = next(classifier.parameters()).device
-    correct = sum(int((classifier(images.to(device)).argmax(1) == labels.to(device)).sum()) for images, labels in test.batches(batch_size))
+    correct = sum(
+        int((classifier(images.to(device)).argmax(1) == labels.to(device)).sum())
+        for images, labels in test.batches(batch_size)
+    )
     return correct / max(1, len(test))

@@ -113,7 +113,9 @@ def load_backbone(model: nn.Module, arch: str, state: dict[str, torch.Tensor], s
         raise DpvipInputError(f"{source} does not fit {arch}: {'; '.join(found)}")
     for key, value in state.items():
         if value.shape != wanted[key].shape:
-            raise DpvipInputError(f"{source} does not fit {arch}: {key} has shape {tuple(value.shape)}, not {tuple(wanted[key].shape)}")
+            raise DpvipInputError(
+                f"{source} does not fit {arch}: {key} has shape {tuple(value.shape)}, not {tuple(wanted[key].shape)}"
+            )
     model.load_state_dict(state, strict=False)  # the new classifier keeps its initialisation
 
 
@@ -138,7 +140,9 @@ def sgd(params: list[nn.Parameter], settings: FinetuneSettings) -> torch.optim.O
     return torch.optim.SGD(params, lr=settings.lr, momentum=CNN_MOMENTUM, weight_decay=settings.weight_decay)
 
 
-def cnn_finetune(arch: str, checkpoint: str | Path | None, train: LabelledImages, settings: FinetuneSettings = CNN_FINETUNE) -> nn.Module:
+def cnn_finetune(
+    arch: str, checkpoint: str | Path | None, train: LabelledImages, settings: FinetuneSettings = CNN_FINETUNE
+) -> nn.Module:
     """`arch` (from `checkpoint`, or random from the seed) fine-tuned whole on `train` with
     SGD (momentum 0.9)."""
     settings.check()
@@ -153,9 +157,27 @@ def init_record(checkpoint: str | Path | None) -> dict:
     return {"init": str(checkpoint), "init_sha256": sha256(checkpoint_file(checkpoint))}
 
 
-def cnn_finetune_grid(arch: str, checkpoint: str | Path | None, train: LabelledImages, test: LabelledImages, settings: FinetuneSettings = CNN_FINETUNE, lrs=CNN_LRS) -> dict:
+def cnn_finetune_grid(
+    arch: str,
+    checkpoint: str | Path | None,
+    train: LabelledImages,
+    test: LabelledImages,
+    settings: FinetuneSettings = CNN_FINETUNE,
+    lrs=CNN_LRS,
+) -> dict:
     """Top-1 test accuracy (a fraction, as `finetune_grid`) for each lr, the best, where the
     weights came from and the optimizer."""
     check_image_size(arch, test)
-    record = init_record(checkpoint) | {"arch": arch, "optimizer": "sgd", "momentum": CNN_MOMENTUM}  # before training: a missing file fails fast
-    return best_of_grid(lambda lr: classifier_accuracy(cnn_finetune(arch, checkpoint, train, replace(settings, lr=lr)), test), list(lrs), "lr") | record
+    record = init_record(checkpoint) | {
+        "arch": arch,
+        "optimizer": "sgd",
+        "momentum": CNN_MOMENTUM,
+    }  # before training: a missing file fails fast
+    return (
+        best_of_grid(
+            lambda lr: classifier_accuracy(cnn_finetune(arch, checkpoint, train, replace(settings, lr=lr)), test),
+            list(lrs),
+            "lr",
+        )
+        | record
+    )

@@ -36,7 +36,9 @@ class CocoStandIn:
 
     def check(self) -> None:
         if self.images < 1 or self.image_size < 16 or self.max_objects < 1 or self.min_area < 1:
-            raise DpvipInputError(f"COCO stand-in needs images >= 1, image_size >= 16, max_objects >= 1, min_area >= 1 (got {self})")
+            raise DpvipInputError(
+                f"COCO stand-in needs images >= 1, image_size >= 16, max_objects >= 1, min_area >= 1 (got {self})"
+            )
 
 
 def _texture(rng: np.random.Generator, size: int) -> np.ndarray:
@@ -56,7 +58,10 @@ def _shape_mask(rng: np.random.Generator, category: str, size: int) -> np.ndarra
     v = -(x - cx) * np.sin(angle) + (y - cy) * np.cos(angle)
     if category == "square":
         return (np.abs(u) <= radius / np.sqrt(2)) & (np.abs(v) <= radius / np.sqrt(2))
-    corners = [(radius * np.cos(a), radius * np.sin(a)) for a in (np.pi / 2, np.pi / 2 + 2 * np.pi / 3, np.pi / 2 + 4 * np.pi / 3)]
+    corners = [
+        (radius * np.cos(a), radius * np.sin(a))
+        for a in (np.pi / 2, np.pi / 2 + 2 * np.pi / 3, np.pi / 2 + 4 * np.pi / 3)
+    ]
     inside = np.ones_like(u, dtype=bool)
     for (x0, y0), (x1, y1) in zip(corners, corners[1:] + corners[:1]):
         inside &= (x1 - x0) * (v - y0) - (y1 - y0) * (u - x0) >= 0
@@ -84,8 +89,13 @@ def _annotation(annotation_id: int, image_id: int, category: int, mask: np.ndarr
     x, y, w, h = mask_utils.toBbox(rle).tolist()
     rle["counts"] = rle["counts"].decode("ascii")
     return {
-        "id": annotation_id, "image_id": image_id, "category_id": category, "segmentation": rle,
-        "area": float(mask.sum()), "bbox": [x, y, w, h], "iscrowd": 0,
+        "id": annotation_id,
+        "image_id": image_id,
+        "category_id": category,
+        "segmentation": rle,
+        "area": float(mask.sum()),
+        "bbox": [x, y, w, h],
+        "iscrowd": 0,
     }
 
 
@@ -105,7 +115,11 @@ def write_split(spec: CocoStandIn, split: str, out: str | Path) -> Path:
         for category, mask in shapes:
             annotations.append(_annotation(len(annotations) + 1, image_id, category, mask))
     record = {
-        "info": {"description": "dpvip generated stand-in for COCO 2017 instances (shapes on textures)", "split": split, "seed": spec.seed},
+        "info": {
+            "description": "dpvip generated stand-in for COCO 2017 instances (shapes on textures)",
+            "split": split,
+            "seed": spec.seed,
+        },
         "images": images,
         "annotations": annotations,
         "categories": [{"id": i + 1, "name": name, "supercategory": "shape"} for i, name in enumerate(CATEGORIES)],

@@ -66,13 +66,17 @@ def digits(image_size: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[
     return split["train"], split["test"]
 
 
-def digits_splits(image_size: int, test_fraction: float = 0.2, seed: int = 0, validation_fraction: float = 0.0) -> dict[str, LabelledImages]:
+def digits_splits(
+    image_size: int, test_fraction: float = 0.2, seed: int = 0, validation_fraction: float = 0.0
+) -> dict[str, LabelledImages]:
     """{'train', 'test'} of scikit-learn's digits, stratified by class (`dpvip.data.digits`),
     upsampled to `image_size`; with `validation_fraction`, 'train' is split again into
     'train' and 'validation'."""
     split = digits_split(test_fraction, seed, validation_fraction)
     pixels = torch.from_numpy(split["pixels"].astype(np.float32) / MAX_VALUE).unsqueeze(1)
-    images = _normalise(F.interpolate(pixels, size=(image_size, image_size), mode="bilinear", align_corners=False).expand(-1, 3, -1, -1))
+    images = _normalise(
+        F.interpolate(pixels, size=(image_size, image_size), mode="bilinear", align_corners=False).expand(-1, 3, -1, -1)
+    )
     whole = LabelledImages(images.contiguous(), torch.from_numpy(split["labels"]), CLASSES, "digits")
     train, test = whole.subset(split["train"]), whole.subset(split["test"])
     if not validation_fraction:
@@ -126,7 +130,9 @@ class FolderImages:
 
     def shuffled_batches(self, batch_size: int, generator: torch.Generator):
         order = torch.randperm(len(self), generator=generator).tolist()
-        yield from torch.utils.data.DataLoader(self.folder, batch_size=batch_size, sampler=order, num_workers=self.workers, drop_last=True)
+        yield from torch.utils.data.DataLoader(
+            self.folder, batch_size=batch_size, sampler=order, num_workers=self.workers, drop_last=True
+        )
 
 
 def image_folder(root: str | Path, image_size: int, name: str | None = None, workers: int = 0) -> FolderImages:
@@ -174,6 +180,8 @@ def labelled_split(name: str, spec: dict, image_size: int, workers: int = 0) -> 
         train, test = (image_folder(spec[split], image_size, name, workers) for split in ("train", "test"))
         return train, test, {"train": len(train), "test": len(test)}
     if source == "shards":
-        (train, skipped_train), (test, skipped_test) = (labelled_shards(spec[split], image_size, spec["classes"], name) for split in ("train", "test"))
+        (train, skipped_train), (test, skipped_test) = (
+            labelled_shards(spec[split], image_size, spec["classes"], name) for split in ("train", "test")
+        )
         return train, test, {"train": len(train), "test": len(test), "skipped_corrupt": skipped_train + skipped_test}
     raise DpvipInputError(f"evaluate.datasets.{name}.source '{source}' is not one of {', '.join(SOURCES)}")

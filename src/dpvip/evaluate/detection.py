@@ -66,7 +66,14 @@ class DetectionSettings:
     seed: int = 0
 
     def check(self) -> None:
-        at_least_one = ("iterations", "batch_size", "image_size", "pyramid_channels", "rois_per_image", "proposals_per_image")
+        at_least_one = (
+            "iterations",
+            "batch_size",
+            "image_size",
+            "pyramid_channels",
+            "rois_per_image",
+            "proposals_per_image",
+        )
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise DpvipInputError(f"detection setting {name} must be at least 1, not {getattr(self, name)}")
@@ -134,16 +141,22 @@ class CocoInstances(torch.utils.data.Dataset):
         image = self.image(index)
         image_id = self.image_ids[index]
         found = self.annotations(image_id)
-        boxes = torch.tensor([[x, y, x + w, y + h] for x, y, w, h in (a["bbox"] for a in found)], dtype=torch.float32).reshape(-1, 4)
+        boxes = torch.tensor(
+            [[x, y, x + w, y + h] for x, y, w, h in (a["bbox"] for a in found)], dtype=torch.float32
+        ).reshape(-1, 4)
         labels = torch.tensor([self.label_of[a["category_id"]] for a in found], dtype=torch.int64)
         height, width = image.shape[-2:]
-        masks = np.stack([self.coco.annToMask(a) for a in found]) if found else np.zeros((0, height, width), dtype=np.uint8)
+        masks = (
+            np.stack([self.coco.annToMask(a) for a in found]) if found else np.zeros((0, height, width), dtype=np.uint8)
+        )
         return image, {"boxes": boxes, "labels": labels, "masks": torch.from_numpy(masks), "image_id": image_id}
 
 
 def _flipped(image: torch.Tensor, target: dict) -> tuple[torch.Tensor, dict]:
     width = image.shape[-1]
-    boxes = target["boxes"][:, [2, 1, 0, 3]] * torch.tensor([-1.0, 1.0, -1.0, 1.0]) + torch.tensor([width, 0.0, width, 0.0])
+    boxes = target["boxes"][:, [2, 1, 0, 3]] * torch.tensor([-1.0, 1.0, -1.0, 1.0]) + torch.tensor(
+        [width, 0.0, width, 0.0]
+    )
     return image.flip(-1), target | {"boxes": boxes, "masks": target["masks"].flip(-1)}
 
 
@@ -171,7 +184,13 @@ def lr_factor(step: int, settings: DetectionSettings) -> float:
     return warm * STEP_DECAY**passed
 
 
-def train_detector(mae: MaskedAutoencoder, train_json: str | Path, train_root: str | Path, settings: DetectionSettings, progress: bool = True) -> ViTDet:
+def train_detector(
+    mae: MaskedAutoencoder,
+    train_json: str | Path,
+    train_root: str | Path,
+    settings: DetectionSettings,
+    progress: bool = True,
+) -> ViTDet:
     """ViTDet on a copy of `mae`'s encoder, fine-tuned end to end on a COCO-format set (the
     given model is left as it was). Returns the detector in eval mode, with
     `training_record` (image and instance counts, the loss of every step) and
@@ -207,11 +226,16 @@ def train_detector(mae: MaskedAutoencoder, train_json: str | Path, train_root: s
             flips = torch.rand(len(batch), generator=generator) < 0.5
             batch = [_flipped(*example) if flip else example for example, flip in zip(batch, flips)]
         images = [image.to(device) for image, _ in batch]
-        targets = [{key: value.to(device) if torch.is_tensor(value) else value for key, value in target.items()} for _, target in batch]
+        targets = [
+            {key: value.to(device) if torch.is_tensor(value) else value for key, value in target.items()}
+            for _, target in batch
+        ]
         parts = model(images, targets)
         loss = sum(parts.values())
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"ViTDet loss is {float(loss)} at step {step} ({ {k: float(v) for k, v in parts.items()} }); lower the lr")
+            raise FloatingPointError(
+                f"ViTDet loss is {float(loss)} at step {step} ({ {k: float(v) for k, v in parts.items()} }); lower the lr"
+            )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -237,7 +261,15 @@ def _coco_results(image_id: int, output: dict, category_ids: list[int]) -> list[
     results = []
     for (x0, y0, x1, y1), label, score, rle in zip(boxes, output["labels"].tolist(), output["scores"].tolist(), rles):
         rle["counts"] = rle["counts"].decode("ascii")
-        results.append({"image_id": image_id, "category_id": category_ids[label - 1], "bbox": [x0, y0, x1 - x0, y1 - y0], "segmentation": rle, "score": score})
+        results.append(
+            {
+                "image_id": image_id,
+                "category_id": category_ids[label - 1],
+                "bbox": [x0, y0, x1 - x0, y1 - y0],
+                "segmentation": rle,
+                "score": score,
+            }
+        )
     return results
 
 
@@ -266,23 +298,40 @@ def score_detector(model: ViTDet, val_json: str | Path, val_root: str | Path, ba
         raise DpvipInputError(f"COCO validation set {val_json} has no instances to score")
     category_ids = getattr(model, "category_ids", data.category_ids)
     if sorted(category_ids) != data.category_ids:
-        raise DpvipInputError(f"COCO validation set {val_json} has categories {data.category_ids}, the detector was trained on {category_ids}")
+        raise DpvipInputError(
+            f"COCO validation set {val_json} has categories {data.category_ids}, the detector was trained on {category_ids}"
+        )
     model.eval()
     device = next(model.parameters()).device
     results: list[dict] = []
     for start in range(0, len(data), batch_size):
         chosen = range(start, min(start + batch_size, len(data)))
-        outputs = [{key: value.cpu() for key, value in output.items()} for output in model([data.image(index).to(device) for index in chosen])]
+        outputs = [
+            {key: value.cpu() for key, value in output.items()}
+            for output in model([data.image(index).to(device) for index in chosen])
+        ]
         for index, output in zip(chosen, outputs):
             results.extend(_coco_results(data.image_ids[index], output, category_ids))
     record = {"val_images": len(data), "val_instances": instances, "detections": len(results)}
     for kind, suffix in (("bbox", "box"), ("segm", "mask")):
         stats = _coco_stats(data.coco, results, kind) if results else np.zeros(3)
-        record |= {f"ap_{suffix}": 100 * float(stats[0]), f"ap50_{suffix}": 100 * float(stats[1]), f"ap75_{suffix}": 100 * float(stats[2])}
+        record |= {
+            f"ap_{suffix}": 100 * float(stats[0]),
+            f"ap50_{suffix}": 100 * float(stats[1]),
+            f"ap75_{suffix}": 100 * float(stats[2]),
+        }
     return record | ({} if results else {"note": NO_DETECTIONS})
 
 
-def evaluate_coco(mae: MaskedAutoencoder, train_json: str | Path, train_root: str | Path, val_json: str | Path, val_root: str | Path, settings: DetectionSettings, progress: bool = True) -> dict:
+def evaluate_coco(
+    mae: MaskedAutoencoder,
+    train_json: str | Path,
+    train_root: str | Path,
+    val_json: str | Path,
+    val_root: str | Path,
+    settings: DetectionSettings,
+    progress: bool = True,
+) -> dict:
     """Fine-tune ViTDet on the training set, score it on the validation set: the scores with
     what produced them."""
     started = time.perf_counter()
@@ -296,6 +345,10 @@ def evaluate_coco(mae: MaskedAutoencoder, train_json: str | Path, train_root: st
         "categories": len(model.category_ids),
         "encoder": asdict(mae.settings),
         "settings": asdict(settings),
-        "losses": {"first": training["losses"][0], "last": training["losses"][-1], "mean_last_10": float(np.mean(training["losses"][-10:]))},
+        "losses": {
+            "first": training["losses"][0],
+            "last": training["losses"][-1],
+            "mean_last_10": float(np.mean(training["losses"][-10:])),
+        },
         "seconds": {"train": trained - started, "score": time.perf_counter() - trained},
     }

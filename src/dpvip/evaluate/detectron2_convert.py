@@ -35,7 +35,11 @@ from dpvip.models.checkpoint import load_mae
 from dpvip.models.mae import MaskedAutoencoder
 
 PREFIX = "backbone.net."
-BLOCK_TENSORS = tuple(f"{part}.{kind}" for part in ("norm1", "attn.qkv", "attn.proj", "norm2", "mlp.fc1", "mlp.fc2") for kind in ("weight", "bias"))
+BLOCK_TENSORS = tuple(
+    f"{part}.{kind}"
+    for part in ("norm1", "attn.qkv", "attn.proj", "norm2", "mlp.fc1", "mlp.fc2")
+    for kind in ("weight", "bias")
+)
 NOT_IN_VITDET = ("cls_token.", "norm.", "decoder_", "mask_token.")  # class token, final norm, decoder
 
 

@@ -28,7 +28,15 @@ def vitdet_command(options: dict, checkpoint: Path, output_dir: Path, vit: dict)
         f"model.backbone.net.pretrain_img_size={vit['pretrain_img_size']}",
         *options.get("overrides", []),
     ]
-    return [options["python"], options["train_script"], "--config-file", options["config_file"], "--num-gpus", str(options["gpus"]), *overrides]
+    return [
+        options["python"],
+        options["train_script"],
+        "--config-file",
+        options["config_file"],
+        "--num-gpus",
+        str(options["gpus"]),
+        *overrides,
+    ]
 
 
 def final_scores(metrics_file: Path) -> dict:
@@ -36,11 +44,20 @@ def final_scores(metrics_file: Path) -> dict:
     object per line) that holds COCO evaluation results."""
     if not metrics_file.is_file():
         raise DpvipInputError(f"detectron2 wrote no {metrics_file}")
-    evaluated = [record for record in map(json.loads, metrics_file.read_text().splitlines()) if "bbox/AP" in record and "segm/AP" in record]
+    evaluated = [
+        record
+        for record in map(json.loads, metrics_file.read_text().splitlines())
+        if "bbox/AP" in record and "segm/AP" in record
+    ]
     if not evaluated:
         raise DpvipInputError(f"{metrics_file} holds no COCO evaluation (bbox/AP and segm/AP)")
     last = evaluated[-1]
-    scores = {f"ap{level}_{suffix}": float(last[f"{kind}/AP{level}"]) for kind, suffix in (("bbox", "box"), ("segm", "mask")) for level in ("", "50", "75") if f"{kind}/AP{level}" in last}
+    scores = {
+        f"ap{level}_{suffix}": float(last[f"{kind}/AP{level}"])
+        for kind, suffix in (("bbox", "box"), ("segm", "mask"))
+        for level in ("", "50", "75")
+        if f"{kind}/AP{level}" in last
+    }
     return scores | {"iteration": last.get("iteration")}
 
 
@@ -52,7 +69,9 @@ def run_vitdet(checkpoint: str | Path, coco_root: str | Path, options: dict, wor
             raise DpvipInputError(f"evaluate.coco.detectron2.{key} is not set (the detectron2 backend needs it)")
     coco_root, work = Path(coco_root), Path(work)
     if coco_root.name != "coco":
-        raise DpvipInputError(f"evaluate.coco.root {coco_root} must be a folder named 'coco' (detectron2's builtin COCO datasets look for <DETECTRON2_DATASETS>/coco)")
+        raise DpvipInputError(
+            f"evaluate.coco.root {coco_root} must be a folder named 'coco' (detectron2's builtin COCO datasets look for <DETECTRON2_DATASETS>/coco)"
+        )
     work.mkdir(parents=True, exist_ok=True)
     converted = convert_checkpoint(checkpoint, work / "vitdet_init.pth")
     command = vitdet_command(options, work / "vitdet_init.pth", work / "output", converted["vit"])

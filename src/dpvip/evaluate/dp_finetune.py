@@ -65,7 +65,9 @@ class DPFinetuneSettings:
         if int(self.warmup_steps) != self.warmup_steps or self.warmup_steps < 0:
             raise DpvipInputError(f"warmup_steps {self.warmup_steps} must be a non-negative integer")
         if not (self.noise_multiplier > 0 and math.isfinite(self.noise_multiplier)):
-            raise DpvipInputError(f"noise_multiplier {self.noise_multiplier} must be positive and finite (DP fine-tuning adds noise)")
+            raise DpvipInputError(
+                f"noise_multiplier {self.noise_multiplier} must be positive and finite (DP fine-tuning adds noise)"
+            )
         if not self.lr > 0:
             raise DpvipInputError(f"lr {self.lr} must be positive")
         if not self.weight_decay >= 0:
@@ -79,7 +81,9 @@ class DPFinetuneSettings:
         self.features.check()
         if self.features.last_blocks > 1 and self.features.final_norm:
             # The final norm would run once per kept block; the clipper needs one call per layer.
-            raise DpvipInputError("features: last_blocks > 1 with final_norm applies one LayerNorm several times, which per-example clipping refuses")
+            raise DpvipInputError(
+                "features: last_blocks > 1 with final_norm applies one LayerNorm several times, which per-example clipping refuses"
+            )
 
     def sample_rate(self, examples: int) -> float:
         """q = B / n; refuses a batch larger than the dataset."""
@@ -94,7 +98,9 @@ class DPFinetuneSettings:
 def warmup_then_constant(optimizer: torch.optim.Optimizer, warmup_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     """lr * (s + 1) / W for the first W updates, then lr: the first update already moves
     (a warm-up from exactly 0 would spend a step of privacy budget on nothing)."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0)
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0
+    )
 
 
 def _micro_batches(classifier: Classifier, train, indices: np.ndarray, micro_batch: int, device: torch.device):
@@ -108,10 +114,18 @@ def _micro_batches(classifier: Classifier, train, indices: np.ndarray, micro_bat
 
 def _summary(sizes: list[int], expected: float) -> dict:
     values = torch.tensor(sizes, dtype=torch.float64)
-    return {"expected": expected, "mean": float(values.mean()), "std": float(values.std()) if len(sizes) > 1 else 0.0, "min": min(sizes), "max": max(sizes)}
+    return {
+        "expected": expected,
+        "mean": float(values.mean()),
+        "std": float(values.std()) if len(sizes) > 1 else 0.0,
+        "min": min(sizes),
+        "max": max(sizes),
+    }
 
 
-def train_dp_classifier(mae: MaskedAutoencoder, train, settings: DPFinetuneSettings, progress: bool = True) -> tuple[Classifier, dict]:
+def train_dp_classifier(
+    mae: MaskedAutoencoder, train, settings: DPFinetuneSettings, progress: bool = True
+) -> tuple[Classifier, dict]:
     """A copy of `mae` with a linear head, fine-tuned on `train` under DP-AdamW; returns it
     and what the run recorded (the privacy ledger w.r.t. `train`, realised batch sizes)."""
     settings.check()
@@ -119,7 +133,14 @@ def train_dp_classifier(mae: MaskedAutoencoder, train, settings: DPFinetuneSetti
     if examples == 0:
         raise DpvipInputError("DP fine-tuning needs at least one training image")
     sample_rate = settings.sample_rate(examples)
-    ledger = PrivacyLedger.for_noise(settings.accountant, sample_rate, settings.noise_multiplier, settings.steps, settings.delta_for(examples), settings.clip_norm)
+    ledger = PrivacyLedger.for_noise(
+        settings.accountant,
+        sample_rate,
+        settings.noise_multiplier,
+        settings.steps,
+        settings.delta_for(examples),
+        settings.clip_norm,
+    )
     device = next(mae.parameters()).device
     torch.manual_seed(settings.seed)  # the head's initialisation
     classifier = Classifier(copy.deepcopy(mae), train.classes, settings.features).train()
@@ -137,7 +158,11 @@ def train_dp_classifier(mae: MaskedAutoencoder, train, settings: DPFinetuneSetti
             sizes.append(len(chosen))
     finally:
         clipper.close()
-    record = {"privacy": dp_step.ledger.record() | {"examples": examples}, "batch_sizes": _summary(sizes, settings.batch_size), "clipped_fraction": clipped / max(1, sum(sizes))}
+    record = {
+        "privacy": dp_step.ledger.record() | {"examples": examples},
+        "batch_sizes": _summary(sizes, settings.batch_size),
+        "clipped_fraction": clipped / max(1, sum(sizes)),
+    }
     return classifier, record
 
 

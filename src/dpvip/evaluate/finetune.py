@@ -41,7 +41,9 @@ class FinetuneSettings:
 
     def check(self) -> None:
         if self.epochs < 1 or self.batch_size < 1 or not self.lr > 0:
-            raise DpvipInputError(f"fine-tuning needs epochs >= 1, batch_size >= 1 and lr > 0 (got {self.epochs}, {self.batch_size}, {self.lr})")
+            raise DpvipInputError(
+                f"fine-tuning needs epochs >= 1, batch_size >= 1 and lr > 0 (got {self.epochs}, {self.batch_size}, {self.lr})"
+            )
         self.features.check()
 
 
@@ -92,7 +94,9 @@ def adamw(params: list[nn.Parameter], settings: FinetuneSettings) -> torch.optim
 OptimizerOf = Callable[[list[nn.Parameter], FinetuneSettings], torch.optim.Optimizer]
 
 
-def train_classifier(model: nn.Module, train: LabelledImages, settings: FinetuneSettings, optimizer_of: OptimizerOf = adamw) -> nn.Module:
+def train_classifier(
+    model: nn.Module, train: LabelledImages, settings: FinetuneSettings, optimizer_of: OptimizerOf = adamw
+) -> nn.Module:
     """`model`'s trainable parameters trained on `train` in place: cross-entropy on shuffled
     batches, warm-up then cosine by step, AutoAugment if set; returns it in eval mode."""
     settings.check()
@@ -124,6 +128,8 @@ def train_classifier(model: nn.Module, train: LabelledImages, settings: Finetune
     return model.eval()
 
 
-def finetune_grid(mae: MaskedAutoencoder, train: LabelledImages, test: LabelledImages, settings: FinetuneSettings, lrs: list[float]) -> dict:
+def finetune_grid(
+    mae: MaskedAutoencoder, train: LabelledImages, test: LabelledImages, settings: FinetuneSettings, lrs: list[float]
+) -> dict:
     """Top-1 test accuracy for each learning rate of the paper's grid, and the best."""
     return best_of_grid(lambda lr: classifier_accuracy(finetune(mae, train, replace(settings, lr=lr)), test), lrs, "lr")

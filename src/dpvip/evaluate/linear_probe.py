@@ -39,7 +39,9 @@ class ProbeSettings:
 
     def check(self) -> None:
         if self.epochs < 1 or self.batch_size < 1 or not self.blr > 0:
-            raise DpvipInputError(f"linear probe needs epochs >= 1, batch_size >= 1 and blr > 0 (got {self.epochs}, {self.batch_size}, {self.blr})")
+            raise DpvipInputError(
+                f"linear probe needs epochs >= 1, batch_size >= 1 and blr > 0 (got {self.epochs}, {self.batch_size}, {self.blr})"
+            )
 
 
 class LinearProbe(nn.Module):
@@ -63,7 +65,13 @@ def lars(probe: LinearProbe, lr: float, settings: ProbeSettings) -> Lars:
     return Lars(groups, lr=lr, momentum=settings.momentum, trust_coeff=0.001)
 
 
-def _fit(width: int, classes: int, examples: int, settings: ProbeSettings, epoch_batches: Callable[[int, torch.Generator], Iterable]) -> LinearProbe:
+def _fit(
+    width: int,
+    classes: int,
+    examples: int,
+    settings: ProbeSettings,
+    epoch_batches: Callable[[int, torch.Generator], Iterable],
+) -> LinearProbe:
     """Train a probe on `epoch_batches(batch, generator)`: one epoch of shuffled full
     batches of (features, labels)."""
     settings.check()
@@ -101,7 +109,12 @@ def train_probe(features: torch.Tensor, labels: torch.Tensor, classes: int, sett
 
 def probe_augmentation(image_size: int) -> v2.Compose:
     """MAE's probe augmentation on evaluation-size image tensors (scale 0.08-1, bicubic)."""
-    return v2.Compose([v2.RandomResizedCrop(image_size, interpolation=v2.InterpolationMode.BICUBIC, antialias=True), v2.RandomHorizontalFlip()])
+    return v2.Compose(
+        [
+            v2.RandomResizedCrop(image_size, interpolation=v2.InterpolationMode.BICUBIC, antialias=True),
+            v2.RandomHorizontalFlip(),
+        ]
+    )
 
 
 def train_probe_augmented(mae: MaskedAutoencoder, choice: FeatureChoice, train, settings: ProbeSettings) -> LinearProbe:
@@ -125,10 +138,18 @@ def top1_accuracy(probe: LinearProbe, features: torch.Tensor, labels: torch.Tens
     return float((probe(features).argmax(dim=1) == labels).float().mean())
 
 
-def probe_grid(train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor], classes: int, settings: ProbeSettings, blrs: list[float]) -> dict:
+def probe_grid(
+    train: tuple[torch.Tensor, torch.Tensor],
+    test: tuple[torch.Tensor, torch.Tensor],
+    classes: int,
+    settings: ProbeSettings,
+    blrs: list[float],
+) -> dict:
     """Top-1 test accuracy for each base learning rate of the paper's grid, and the best (the
     paper reports the best of its grid on the evaluation set, as do we)."""
-    return best_of_grid(lambda blr: top1_accuracy(train_probe(*train, classes, replace(settings, blr=blr)), *test), blrs, "blr")
+    return best_of_grid(
+        lambda blr: top1_accuracy(train_probe(*train, classes, replace(settings, blr=blr)), *test), blrs, "blr"
+    )
 
 
 def best_of_grid(accuracy_of, values: list[float], name: str) -> dict:
@@ -136,4 +157,3 @@ def best_of_grid(accuracy_of, values: list[float], name: str) -> dict:
     accuracies = {value: accuracy_of(value) for value in values}
     best = max(accuracies, key=accuracies.get)
     return {"accuracy": accuracies[best], name: best, "grid": accuracies}
-

@@ -51,10 +51,16 @@ class EvaluationPlan:
 
     def __post_init__(self) -> None:
         datasets = self.section.get("datasets", {})
-        for task, used in (("linear_probe", self.probe_datasets), ("few_shot", list(self.shot_datasets)), ("dp_finetune", [self.dp_dataset] if self.dp_dataset else [])):
+        for task, used in (
+            ("linear_probe", self.probe_datasets),
+            ("few_shot", list(self.shot_datasets)),
+            ("dp_finetune", [self.dp_dataset] if self.dp_dataset else []),
+        ):
             for name in used:
                 if name not in datasets:
-                    raise DpvipInputError(f"evaluate.{task} uses dataset '{name}', which evaluate.datasets does not define (known: {', '.join(datasets) or 'none'})")
+                    raise DpvipInputError(
+                        f"evaluate.{task} uses dataset '{name}', which evaluate.datasets does not define (known: {', '.join(datasets) or 'none'})"
+                    )
 
     @property
     def probe_datasets(self) -> list[str]:
@@ -72,7 +78,11 @@ class EvaluationPlan:
         """The part of the `evaluate` config that `evaluation` reads."""
         datasets = self.section.get("datasets", {})
         used = {evaluation.dataset: datasets[evaluation.dataset]} if evaluation.dataset else {}
-        part = {"image_size": self.section.get("image_size"), "datasets": used, evaluation.task: self.section.get(evaluation.task, {})}
+        part = {
+            "image_size": self.section.get("image_size"),
+            "datasets": used,
+            evaluation.task: self.section.get(evaluation.task, {}),
+        }
         if evaluation.task in ("coco", "ade20k"):  # their stand-in
             part["shapes"] = self.section.get("shapes", {})
         return part
@@ -105,14 +115,23 @@ class EvaluationPlan:
             largest = self.largest_vip()
             wanted = [(largest, d) for d in self.probe_datasets] + [(self.backbones.main_vip, c) for c in COCO_COLUMNS]
         elif figure == "vip_figure5":
-            wanted = [(b, m) for runs in figure5_backbones(self.backbones).values() for b in runs for m in self.figure5_metrics()]
+            wanted = [
+                (b, m)
+                for runs in figure5_backbones(self.backbones).values()
+                for b in runs
+                for m in self.figure5_metrics()
+            ]
         else:
             raise KeyError(f"no evaluations for figure {figure}")
         return sorted({e for e in (self.evaluation(b, m) for b, m in wanted) if e is not None})
 
     def figure5_metrics(self) -> list[str]:
         """The ImageNet-1K probe (or the first probed set) and the first few-shot setting."""
-        probe = [PROBE_COLUMN if PROBE_COLUMN in self.probe_datasets else self.probe_datasets[0]] if self.probe_datasets else []
+        probe = (
+            [PROBE_COLUMN if PROBE_COLUMN in self.probe_datasets else self.probe_datasets[0]]
+            if self.probe_datasets
+            else []
+        )
         shots = [f"{d} {k[0]}-shot" for d, k in list(self.shot_datasets.items())[:1] if k]
         return probe + shots
 

@@ -108,7 +108,9 @@ def ade20k(root: str | Path, split: str, image_size: int) -> SegmentationSet:
         with Image.open(label_path) as annotation:
             labels = np.asarray(_short_side_and_centre(annotation, image_size, Image.NEAREST))
         if labels.ndim != 2 or labels.max() > ADE_CLASSES:
-            raise DpvipInputError(f"ADE20K annotation {label_path} is not a single-channel map of labels 0..{ADE_CLASSES}")
+            raise DpvipInputError(
+                f"ADE20K annotation {label_path} is not a single-channel map of labels 0..{ADE_CLASSES}"
+            )
         masks.append(ade_labels(labels))
     images, mask_tensor = _to_tensors(pixels, masks)
     return SegmentationSet(images, mask_tensor, ADE_CLASSES, f"ade20k-{ADE_SPLITS[split]}")
@@ -182,12 +184,18 @@ def _optimizer(model: Segmenter, settings: SegmentationSettings) -> torch.optim.
     return torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.999))
 
 
-def _flipped(images: torch.Tensor, masks: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def _flipped(
+    images: torch.Tensor, masks: torch.Tensor, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     flip = torch.rand(len(masks), generator=generator) < 0.5
-    return torch.where(flip.view(-1, 1, 1, 1), images.flip(-1), images), torch.where(flip.view(-1, 1, 1), masks.flip(-1), masks)
+    return torch.where(flip.view(-1, 1, 1, 1), images.flip(-1), images), torch.where(
+        flip.view(-1, 1, 1), masks.flip(-1), masks
+    )
 
 
-def train_segmenter(mae: MaskedAutoencoder, train: SegmentationSet, settings: SegmentationSettings, progress: bool = True) -> Segmenter:
+def train_segmenter(
+    mae: MaskedAutoencoder, train: SegmentationSet, settings: SegmentationSettings, progress: bool = True
+) -> Segmenter:
     """UPerNet on a copy of `mae`'s encoder (rebuilt for the data's image size), fine-tuned
     end to end on `train`; the given model is left as it was."""
     settings.check()
@@ -195,7 +203,9 @@ def train_segmenter(mae: MaskedAutoencoder, train: SegmentationSet, settings: Se
         raise DpvipInputError("segmentation needs at least one training image")
     image_size = train.images.shape[-1]
     if image_size % mae.patch_size:
-        raise DpvipInputError(f"segmentation image size {image_size} is not a multiple of the MAE's patch size {mae.patch_size}")
+        raise DpvipInputError(
+            f"segmentation image size {image_size} is not a multiple of the MAE's patch size {mae.patch_size}"
+        )
     torch.manual_seed(settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
     device = next(mae.parameters()).device
@@ -206,7 +216,9 @@ def train_segmenter(mae: MaskedAutoencoder, train: SegmentationSet, settings: Se
     total = settings.epochs * steps_per_epoch
     warmup = min(round(settings.warmup_epochs * steps_per_epoch), total - 1)
     # timm's scheduler multiplies each group's lr by its layer-decay `lr_scale`.
-    scheduler = PolyLRScheduler(optimizer, t_initial=total - warmup, power=1.0, warmup_t=warmup, warmup_prefix=True, t_in_epochs=False)
+    scheduler = PolyLRScheduler(
+        optimizer, t_initial=total - warmup, power=1.0, warmup_t=warmup, warmup_prefix=True, t_in_epochs=False
+    )
     model.train()
     bar = tqdm(total=total, desc=f"segmentation {train.name}", unit="step", disable=not progress, mininterval=2)
     step = 0
@@ -235,7 +247,9 @@ def train_segmenter(mae: MaskedAutoencoder, train: SegmentationSet, settings: Se
 
 
 # --- scores --------------------------------------------------------------------------------
-def confusion_matrix(predictions: torch.Tensor, masks: torch.Tensor, classes: int, ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
+def confusion_matrix(
+    predictions: torch.Tensor, masks: torch.Tensor, classes: int, ignore_index: int = IGNORE_INDEX
+) -> torch.Tensor:
     """(classes, classes) int64 pixel counts, rows the truth, columns the prediction;
     pixels whose truth is `ignore_index` are left out."""
     truth, predicted = masks.reshape(-1).long(), predictions.reshape(-1).long()
@@ -244,7 +258,9 @@ def confusion_matrix(predictions: torch.Tensor, masks: torch.Tensor, classes: in
     for name, values in (("mask", truth), ("prediction", predicted)):
         outside = values[(values < 0) | (values >= classes)]
         if len(outside):
-            raise DpvipInputError(f"{name} holds class {int(outside[0])}, outside 0..{classes - 1} and not ignored ({ignore_index})")
+            raise DpvipInputError(
+                f"{name} holds class {int(outside[0])}, outside 0..{classes - 1} and not ignored ({ignore_index})"
+            )
     return torch.bincount(truth * classes + predicted, minlength=classes * classes).reshape(classes, classes)
 
 
@@ -282,7 +298,11 @@ def score_segmenter(model: Segmenter, test: SegmentationSet, batch_size: int = 1
 
 
 def evaluate_ade(
-    mae: MaskedAutoencoder, train: SegmentationSet, test: SegmentationSet, settings: SegmentationSettings, progress: bool = True
+    mae: MaskedAutoencoder,
+    train: SegmentationSet,
+    test: SegmentationSet,
+    settings: SegmentationSettings,
+    progress: bool = True,
 ) -> dict:
     """Fine-tune UPerNet on `train`, score on `test`: the scores with what produced them."""
     if train.classes != test.classes:

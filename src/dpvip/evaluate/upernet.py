@@ -56,7 +56,10 @@ class MultiScaleNeck(nn.Module):
     def __init__(self, width: int):
         super().__init__()
         self.up4 = nn.Sequential(
-            nn.ConvTranspose2d(width, width, 2, stride=2), group_norm(width), nn.GELU(), nn.ConvTranspose2d(width, width, 2, stride=2)
+            nn.ConvTranspose2d(width, width, 2, stride=2),
+            group_norm(width),
+            nn.GELU(),
+            nn.ConvTranspose2d(width, width, 2, stride=2),
         )
         self.up2 = nn.ConvTranspose2d(width, width, 2, stride=2)
         self.same = nn.Identity()
@@ -72,7 +75,9 @@ class PyramidPooling(nn.Module):
 
     def __init__(self, in_channels: int, channels: int, scales: tuple[int, ...] = POOL_SCALES):
         super().__init__()
-        self.stages = nn.ModuleList(nn.Sequential(nn.AdaptiveAvgPool2d(s), conv_norm_relu(in_channels, channels, 1)) for s in scales)
+        self.stages = nn.ModuleList(
+            nn.Sequential(nn.AdaptiveAvgPool2d(s), conv_norm_relu(in_channels, channels, 1)) for s in scales
+        )
         self.bottleneck = conv_norm_relu(in_channels + len(scales) * channels, channels, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -107,7 +112,9 @@ class FCNHead(nn.Module):
 
     def __init__(self, in_channels: int, channels: int, classes: int, dropout: float = 0.1):
         super().__init__()
-        self.layers = nn.Sequential(conv_norm_relu(in_channels, channels, 3), nn.Dropout2d(dropout), nn.Conv2d(channels, classes, 1))
+        self.layers = nn.Sequential(
+            conv_norm_relu(in_channels, channels, 3), nn.Dropout2d(dropout), nn.Conv2d(channels, classes, 1)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
@@ -155,7 +162,11 @@ class Segmenter(nn.Module):
         levels = self.pyramid(images)
         size = images.shape[-2:]
         main = resize_to(self.head(levels), size)
-        aux = resize_to(self.aux_head(levels[self.AUX_LEVEL]), size) if self.aux_head is not None and self.training else None
+        aux = (
+            resize_to(self.aux_head(levels[self.AUX_LEVEL]), size)
+            if self.aux_head is not None and self.training
+            else None
+        )
         return main, aux
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:

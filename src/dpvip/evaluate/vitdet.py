@@ -93,7 +93,12 @@ class PlainViT(nn.Module):
 def _resampling(scale: float, width: int) -> tuple[list[nn.Module], int]:
     """ViTDet's change of resolution for one level: (layers, channels out)."""
     if scale == 4.0:
-        return [nn.ConvTranspose2d(width, width // 2, 2, stride=2), channel_norm(width // 2), nn.GELU(), nn.ConvTranspose2d(width // 2, width // 4, 2, stride=2)], width // 4
+        return [
+            nn.ConvTranspose2d(width, width // 2, 2, stride=2),
+            channel_norm(width // 2),
+            nn.GELU(),
+            nn.ConvTranspose2d(width // 2, width // 4, 2, stride=2),
+        ], width // 4
     if scale == 2.0:
         return [nn.ConvTranspose2d(width, width // 2, 2, stride=2)], width // 2
     if scale == 1.0:
@@ -109,7 +114,9 @@ class SimpleFeaturePyramid(nn.Module):
         super().__init__()
         patch = net.patch_size
         if patch < 4 or patch & (patch - 1):
-            raise DpvipInputError(f"ViTDet's pyramid needs a patch size that is a power of two >= 4 (strides p/4 ... 2p), not {patch}")
+            raise DpvipInputError(
+                f"ViTDet's pyramid needs a patch size that is a power of two >= 4 (strides p/4 ... 2p), not {patch}"
+            )
         if net.width % 4:
             raise DpvipInputError(f"ViTDet's pyramid needs an encoder width divisible by 4, not {net.width}")
         self.net, self.out_channels = net, channels  # `out_channels` is what MaskRCNN asks of a backbone
@@ -119,7 +126,12 @@ class SimpleFeaturePyramid(nn.Module):
             stride = int(patch / scale)
             layers, width = _resampling(scale, net.width)
             # The norms carry the shift, so the convs have no bias (as detectron2 with "LN").
-            layers += [nn.Conv2d(width, channels, 1, bias=False), channel_norm(channels), nn.Conv2d(channels, channels, 3, padding=1, bias=False), channel_norm(channels)]
+            layers += [
+                nn.Conv2d(width, channels, 1, bias=False),
+                channel_norm(channels),
+                nn.Conv2d(channels, channels, 3, padding=1, bias=False),
+                channel_norm(channels),
+            ]
             name = f"p{int(math.log2(stride))}"
             self.levels[name] = nn.Sequential(*layers)
             self.strides[name] = stride
@@ -172,7 +184,9 @@ def build_vitdet(
 
     def roi_align(output_size: int) -> MultiScaleRoIAlign:
         # FPN's level rule (a 224 px box to stride 16 = ViT-B's patch), scaled with the patch.
-        return MultiScaleRoIAlign(roi_levels, output_size, sampling_ratio=2, canonical_scale=14 * patch, canonical_level=int(math.log2(patch)))
+        return MultiScaleRoIAlign(
+            roi_levels, output_size, sampling_ratio=2, canonical_scale=14 * patch, canonical_level=int(math.log2(patch))
+        )
 
     fc = FC_PER_CHANNEL * channels
     return ViTDet(

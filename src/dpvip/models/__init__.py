@@ -58,7 +58,9 @@ def mae_variant(name: str) -> tuple[str, int | None]:
     ('base_dec8', ViP Table 11) -> (size, decoder depth or None)."""
     size, _, depth = name.partition("_dec")
     if size not in MAE_SIZES or (depth and not depth.isdigit()) or (_ and not depth):
-        raise DpvipInputError(f"MAE model '{name}' is not a registered size or <size>_dec<depth> (sizes: {', '.join(MAE_SIZES)})")
+        raise DpvipInputError(
+            f"MAE model '{name}' is not a registered size or <size>_dec<depth> (sizes: {', '.join(MAE_SIZES)})"
+        )
     return size, int(depth) if depth else None
 
 
@@ -77,7 +79,12 @@ def mae_size(name: str, decoder_depth: int | None = None) -> MAESize:
 def _block_parameters(width: int, mlp_ratio: float) -> int:
     """A pre-norm ViT block with qkv bias: two LayerNorms, attention (qkv, projection), MLP."""
     hidden = int(width * mlp_ratio)
-    return 2 * 2 * width + (3 * width * width + 3 * width) + (width * width + width) + (2 * width * hidden + hidden + width)
+    return (
+        2 * 2 * width
+        + (3 * width * width + 3 * width)
+        + (width * width + width)
+        + (2 * width * hidden + hidden + width)
+    )
 
 
 def mae_parameters(model: str, patch_size: int = 16, in_chans: int = 3) -> int:
@@ -86,7 +93,9 @@ def mae_parameters(model: str, patch_size: int = 16, in_chans: int = 3) -> int:
     agree. Position embeddings are fixed buffers; the image size does not enter."""
     size = mae_size(*mae_variant(model))
     width, dec_width, pixels = size.encoder_width, size.decoder_width, patch_size * patch_size * in_chans
-    encoder = (pixels * width + width) + width + size.encoder_depth * _block_parameters(width, size.mlp_ratio) + 2 * width
+    encoder = (
+        (pixels * width + width) + width + size.encoder_depth * _block_parameters(width, size.mlp_ratio) + 2 * width
+    )
     decoder = (
         (width * dec_width + dec_width)
         + dec_width

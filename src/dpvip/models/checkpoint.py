@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the model (timm) is imported only where one is built
 
 FORMAT = "dpvip.mae/1"
 
+
 def architecture(settings: MAESettings) -> dict:
     """What shapes the network: the size's widths and depths (decoder depth resolved, so
     'micro' and 'micro' with its default depth written out agree), image and patch size."""
@@ -27,7 +28,9 @@ def architecture(settings: MAESettings) -> dict:
 
 def save_mae(model: MaskedAutoencoder, path: str | Path, record: dict) -> None:
     """Weights, settings and `record` (what trained it, on what, for how long)."""
-    save_atomic({"format": FORMAT, "settings": asdict(model.settings), "model": model.state_dict(), "record": record}, path)
+    save_atomic(
+        {"format": FORMAT, "settings": asdict(model.settings), "model": model.state_dict(), "record": record}, path
+    )
 
 
 def read_mae(path: str | Path) -> dict:
@@ -37,7 +40,12 @@ def read_mae(path: str | Path) -> dict:
     return payload
 
 
-def load_mae(path: str | Path, expected: MAESettings | None = None, device: str | torch.device = "cpu", decoder_may_differ: bool = False) -> tuple[MaskedAutoencoder, dict]:
+def load_mae(
+    path: str | Path,
+    expected: MAESettings | None = None,
+    device: str | torch.device = "cpu",
+    decoder_may_differ: bool = False,
+) -> tuple[MaskedAutoencoder, dict]:
     """(model, record) from `path`; with `expected`, refuse a checkpoint of another shape.
 
     The model takes the checkpoint's architecture and `expected`'s mask ratio and loss
@@ -72,7 +80,9 @@ def load_mae(path: str | Path, expected: MAESettings | None = None, device: str 
     return model.to(device), record
 
 
-def load_mae_at(path: str | Path, image_size: int | None = None, device: str | torch.device = "cpu") -> tuple[MaskedAutoencoder, dict]:
+def load_mae_at(
+    path: str | Path, image_size: int | None = None, device: str | torch.device = "cpu"
+) -> tuple[MaskedAutoencoder, dict]:
     """(model, record) from `path`, rebuilt for `image_size` inputs (downstream tasks see
     larger images than pre-training; see `encoder_at`)."""
     model, record = load_mae(path, device=device)

@@ -62,7 +62,8 @@ class MaskedAutoencoder(nn.Module):
         self.register_buffer("pos_embed", _sincos_with_class_slot(grid, width), persistent=False)
         norm = partial(nn.LayerNorm, eps=1e-6)  # as MAE
         self.blocks = nn.ModuleList(
-            Block(width, size.encoder_heads, size.mlp_ratio, qkv_bias=True, norm_layer=norm) for _ in range(size.encoder_depth)
+            Block(width, size.encoder_heads, size.mlp_ratio, qkv_bias=True, norm_layer=norm)
+            for _ in range(size.encoder_depth)
         )
         self.norm = norm(width)
 
@@ -168,7 +169,9 @@ class MaskedAutoencoder(nn.Module):
         per_patch = ((prediction - target) ** 2).mean(dim=-1)
         return (per_patch * mask).sum(dim=1) / mask.sum(dim=1)
 
-    def forward(self, images: torch.Tensor, noise: torch.Tensor | None = None, generator: torch.Generator | None = None) -> MAEOutput:
+    def forward(
+        self, images: torch.Tensor, noise: torch.Tensor | None = None, generator: torch.Generator | None = None
+    ) -> MAEOutput:
         """Mask, encode, decode and score each example; `noise` (batch, patches) fixes the
         masks, otherwise it is drawn from `generator`."""
         if noise is None:

@@ -120,8 +120,12 @@ class ProjectionHead(nn.Module):
     def __init__(self, in_features: int = 16384, hidden: int = 4096, out_features: int = 128):
         super().__init__()
         self.layers = nn.Sequential(
-            nn.Linear(in_features, hidden), _norm(hidden), nn.ReLU(),
-            nn.Linear(hidden, hidden), _norm(hidden), nn.ReLU(),
+            nn.Linear(in_features, hidden),
+            _norm(hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            _norm(hidden),
+            nn.ReLU(),
             nn.Linear(hidden, out_features),
         )
 

@@ -37,7 +37,9 @@ CALIBRATION_TOLERANCE = 0.01  # calibrated sigma spends at most this much less e
 CALIBRATION_RTOL = 1e-3  # relative precision of sigma from root finding (papers print 2-3 digits)
 EXTRA_RDP_ORDERS = (64, 80, 96, 128, 192, 256, 512, 1024)  # beyond opacus' default grid
 # The accountants' answers are kept across jobs (dpvip.memo), keyed by this code and these libraries.
-accounting_memo = memoised("accounting", ("privacy/accounting.py", "privacy/gaussian.py"), ("opacus", "dp-accounting", "scipy", "numpy"))
+accounting_memo = memoised(
+    "accounting", ("privacy/accounting.py", "privacy/gaussian.py"), ("opacus", "dp-accounting", "scipy", "numpy")
+)
 METHODS = {
     "rdp": "opacus-rdp",
     "prv": "opacus-prv",
@@ -58,9 +60,7 @@ class Mechanism:
         check_sample_rate(self.sample_rate)
         check_steps(self.steps)
         if not (self.noise_multiplier > 0 and math.isfinite(self.noise_multiplier)):
-            raise DpvipInputError(
-                f"noise multiplier {self.noise_multiplier} must be a positive finite number"
-            )
+            raise DpvipInputError(f"noise multiplier {self.noise_multiplier} must be a positive finite number")
 
     @property
     def full_batch(self) -> bool:

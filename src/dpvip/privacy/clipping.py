@@ -81,7 +81,11 @@ def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, cal
     if layer.weight.requires_grad:
         if tokens * (fan_in + fan_out) < fan_in * fan_out:
             batch = a.shape[0]
-            squared.append(torch.linalg.vecdot(torch.bmm(a, a.transpose(1, 2)).view(batch, -1), torch.bmm(g, g.transpose(1, 2)).view(batch, -1)))
+            squared.append(
+                torch.linalg.vecdot(
+                    torch.bmm(a, a.transpose(1, 2)).view(batch, -1), torch.bmm(g, g.transpose(1, 2)).view(batch, -1)
+                )
+            )
             call.parts["weight"] = ("ghost", a, g)
         else:
             per_example = torch.bmm(g.transpose(1, 2), a)
@@ -95,7 +99,9 @@ def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, cal
 
 
 def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
-    return _token_squared_norms(layer, _as_tokens(call.activations, call.views), _as_tokens(call.backprops, call.views), call)
+    return _token_squared_norms(
+        layer, _as_tokens(call.activations, call.views), _as_tokens(call.backprops, call.views), call
+    )
 
 
 def _conv_squared_norms(layer: nn.Conv2d, call: _Call) -> list:
@@ -139,7 +145,12 @@ def _sampled_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tenso
 
 
 def _plain_conv(layer: nn.Module) -> bool:
-    return type(layer) is nn.Conv2d and layer.groups == 1 and layer.padding_mode == "zeros" and not isinstance(layer.padding, str)
+    return (
+        type(layer) is nn.Conv2d
+        and layer.groups == 1
+        and layer.padding_mode == "zeros"
+        and not isinstance(layer.padding, str)
+    )
 
 
 def _rules(layer: nn.Module):
@@ -178,14 +189,22 @@ class ClippedGradientSum:
         them (a per-layer norm cannot account for a weight shared by two layers)."""
         layers, owners = [], {}
         for name, layer in self.model.named_modules():
-            own = {f"{name}.{key}" if name else key: p for key, p in layer.named_parameters(recurse=False) if p.requires_grad}
+            own = {
+                f"{name}.{key}" if name else key: p
+                for key, p in layer.named_parameters(recurse=False)
+                if p.requires_grad
+            }
             if not own:
                 continue
             if not isinstance(layer, nn.Linear) and type(layer) not in GradSampleModule.GRAD_SAMPLERS:
-                raise DpvipInputError(f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule for its parameters {', '.join(own)}")
+                raise DpvipInputError(
+                    f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule for its parameters {', '.join(own)}"
+                )
             for key, param in own.items():
                 if id(param) in owners:
-                    raise DpvipInputError(f"parameter '{key}' is shared with '{owners[id(param)]}'; per-example clipping needs each parameter in one layer")
+                    raise DpvipInputError(
+                        f"parameter '{key}' is shared with '{owners[id(param)]}'; per-example clipping needs each parameter in one layer"
+                    )
                 owners[id(param)] = key
             layers.append(layer)
         return layers
@@ -194,7 +213,9 @@ class ClippedGradientSum:
         if not self._recording:
             return
         if layer in self._calls:
-            raise DpvipInputError(f"layer {type(layer).__name__} ran twice in one forward pass; per-example clipping needs one call per layer")
+            raise DpvipInputError(
+                f"layer {type(layer).__name__} ran twice in one forward pass; per-example clipping needs one call per layer"
+            )
         # The output's gradient edge, not the output: the tensor itself is freed as usual.
         self._calls[layer] = _Call(inputs[0].detach(), torch.autograd.graph.get_gradient_edge(output))
 

@@ -10,9 +10,7 @@ from dp_accounting.pld import privacy_loss_distribution
 from dpvip.privacy.accounting import PLD_DISCRETIZATION, Mechanism, check_delta, epsilon
 
 
-def epsilon_curve(
-    sample_rate: float, sigma: float, steps: Sequence[int], delta: float, accountant: str
-) -> list[float]:
+def epsilon_curve(sample_rate: float, sigma: float, steps: Sequence[int], delta: float, accountant: str) -> list[float]:
     """Epsilon after each step count in `steps` (increasing) of one DP-SGD run.
 
     PLD builds the one-step loss distribution once and self-composes it per point;

@@ -55,7 +55,12 @@ class EMA:
         return decay
 
     def state_dict(self) -> dict:
-        return {"decay": self.decay, "warmup": self.warmup, "updates": self.updates, "averaged": self.averaged.state_dict()}
+        return {
+            "decay": self.decay,
+            "warmup": self.warmup,
+            "updates": self.updates,
+            "averaged": self.averaged.state_dict(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.decay, self.warmup, self.updates = float(state["decay"]), bool(state["warmup"]), int(state["updates"])

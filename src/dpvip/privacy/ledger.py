@@ -32,16 +32,28 @@ class PrivacyLedger:
     steps_done: int = 0
 
     # What a resumed run must share with the stored ledger.
-    MECHANISM = ("accountant", "sample_rate", "noise_multiplier", "clip_norm", "delta", "target_epsilon", "planned_steps")
+    MECHANISM = (
+        "accountant",
+        "sample_rate",
+        "noise_multiplier",
+        "clip_norm",
+        "delta",
+        "target_epsilon",
+        "planned_steps",
+    )
 
     @classmethod
-    def calibrate(cls, accountant: str, sample_rate: float, steps: int, target_epsilon: float, delta: float, clip_norm: float) -> PrivacyLedger:
+    def calibrate(
+        cls, accountant: str, sample_rate: float, steps: int, target_epsilon: float, delta: float, clip_norm: float
+    ) -> PrivacyLedger:
         """The ledger of a new run: sigma from the accountant, before any step."""
         calibration = accounting.noise_multiplier(sample_rate, steps, target_epsilon, delta, accountant)
         return cls(accountant, sample_rate, calibration.noise_multiplier, clip_norm, delta, target_epsilon, steps)
 
     @classmethod
-    def for_noise(cls, accountant: str, sample_rate: float, noise_multiplier: float, steps: int, delta: float, clip_norm: float) -> PrivacyLedger:
+    def for_noise(
+        cls, accountant: str, sample_rate: float, noise_multiplier: float, steps: int, delta: float, clip_norm: float
+    ) -> PrivacyLedger:
         """The ledger of a new run whose sigma is given, not calibrated (ViP's DP fine-tuning):
         its budget is the epsilon that its planned steps spend."""
         budget = _epsilon(accountant, sample_rate, noise_multiplier, steps, delta)

@@ -13,7 +13,15 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import OPTIMIZERS
 
 
-def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999), momentum: float = 0.9, eps: float = 1e-8) -> torch.optim.Optimizer:
+def make_optimizer(
+    name: str,
+    params: Iterable[torch.nn.Parameter],
+    lr: float,
+    weight_decay: float = 0.0,
+    betas: tuple[float, float] = (0.9, 0.999),
+    momentum: float = 0.9,
+    eps: float = 1e-8,
+) -> torch.optim.Optimizer:
     params = list(params)
     if name == "adamw":
         return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
@@ -28,7 +36,9 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, w
         # trust ratio always, and no global gradient-norm clip. timm's defaults apply the
         # ratio only with weight decay and clip the global norm at 1, which would make DP-LAMB
         # without weight decay Adam on a clipped gradient.
-        return Lamb(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, always_adapt=True, max_grad_norm=None)
+        return Lamb(
+            params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, always_adapt=True, max_grad_norm=None
+        )
     raise DpvipInputError(f"optimizer '{name}' is not one of {', '.join(OPTIMIZERS)}")
 
 

@@ -31,7 +31,16 @@ class PoissonBatches:
     """Batch sampler yielding this rank's examples of each step in [start_step, total_steps)
     as [(index, seed)]; the realised global batch size is Binomial(n, q)."""
 
-    def __init__(self, num_samples: int, sample_rate: float, total_steps: int, seed: int, rank: int = 0, world: int = 1, start_step: int = 0):
+    def __init__(
+        self,
+        num_samples: int,
+        sample_rate: float,
+        total_steps: int,
+        seed: int,
+        rank: int = 0,
+        world: int = 1,
+        start_step: int = 0,
+    ):
         if not 0 < sample_rate <= 1:
             raise DpvipInputError(f"sample rate {sample_rate} is outside (0, 1]")
         if num_samples < 1:

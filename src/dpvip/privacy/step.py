@@ -94,7 +94,9 @@ class DPStep:
         clipper = self.clipper
         if self.ledger is not None:
             if clipper.clip_norm != self.ledger.clip_norm:
-                raise DpvipInputError(f"the clipper's norm {clipper.clip_norm} is not the ledger's {self.ledger.clip_norm}")
+                raise DpvipInputError(
+                    f"the clipper's norm {clipper.clip_norm} is not the ledger's {self.ledger.clip_norm}"
+                )
             self.ledger = self.ledger.charge()  # before the noisy gradient exists
         clipper.reset()
         device = clipper.sums[0].device if clipper.sums else torch.device("cpu")
@@ -107,7 +109,9 @@ class DPStep:
             loss_sum += losses.sum().double() / clipper.views
             clipped += (norms > clipper.clip_norm).sum()
         generator = noise_generator(self.noise_seed, step, device)
-        gradients = privatize(clipper.sums, self.noise_multiplier, clipper.clip_norm, self.expected_batch_size, generator, self.all_reduce)
+        gradients = privatize(
+            clipper.sums, self.noise_multiplier, clipper.clip_norm, self.expected_batch_size, generator, self.all_reduce
+        )
         set_gradients(clipper.params, gradients)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)

@@ -33,7 +33,9 @@ def load_backbone(path: str | Path, num_classes: int, device: str | torch.device
     except RuntimeError as err:  # a tensor of another shape
         raise DpvipInputError(f"{path}: its weights do not fit a {payload['size']}: {first_line(err)}") from None
     if unexpected or set(missing) != {"classifier.weight", "classifier.bias"}:
-        raise DpvipInputError(f"{path}: its weights do not fit a {payload['size']} (missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")
+        raise DpvipInputError(
+            f"{path}: its weights do not fit a {payload['size']} (missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})"
+        )
     nn.init.zeros_(model.classifier.weight)
     nn.init.zeros_(model.classifier.bias)
     return model.to(device), payload["record"]

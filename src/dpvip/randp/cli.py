@@ -83,7 +83,9 @@ def add_dprandp_commands(commands) -> None:
     phase1.set_defaults(handler=cmd_phase1)
     private = group.add_parser("private", help="Phases II and III of one run (resumable)")
     private.add_argument("--config", default="config/config.yaml")
-    private.add_argument("--run", required=True, help="a private run of the plan, e.g. private/CIFAR-10/cold/p0_eps1_seed0")
+    private.add_argument(
+        "--run", required=True, help="a private run of the plan, e.g. private/CIFAR-10/cold/p0_eps1_seed0"
+    )
     private.add_argument("--init", help="the Phase I model.pt of a warm run")
     private.add_argument("--out", required=True, help="result JSON (the state is kept beside it)")
     private.set_defaults(handler=cmd_private)

@@ -29,10 +29,14 @@ def uniformity_loss(z: torch.Tensor, t: float = 2.0) -> torch.Tensor:
     rows, cols = torch.triu_indices(z.shape[0], z.shape[0], offset=1, device=z.device)
     squared = (norms[rows] + norms[cols] - 2 * gram[rows, cols]).clamp(min=0)
     # logsumexp - log(count) is the log-mean without underflow of exp(-t d^2) for large t.
-    return torch.logsumexp(-t * squared, dim=0) - torch.log(torch.tensor(float(squared.numel()), dtype=z.dtype, device=z.device))
+    return torch.logsumexp(-t * squared, dim=0) - torch.log(
+        torch.tensor(float(squared.numel()), dtype=z.dtype, device=z.device)
+    )
 
 
-def align_uniform_loss(z1: torch.Tensor, z2: torch.Tensor, alpha: float = 2.0, t: float = 2.0, uniformity_weight: float = 1.0) -> torch.Tensor:
+def align_uniform_loss(
+    z1: torch.Tensor, z2: torch.Tensor, alpha: float = 2.0, t: float = 2.0, uniformity_weight: float = 1.0
+) -> torch.Tensor:
     """alignment + weight * (uniformity(z1) + uniformity(z2)) / 2; DP-RandP uses weight 1."""
     uniformity = (uniformity_loss(z1, t) + uniformity_loss(z2, t)) / 2
     return alignment_loss(z1, z2, alpha) + uniformity_weight * uniformity

@@ -34,12 +34,19 @@ def _as_tensor_images(array: np.ndarray, image_size: int) -> torch.Tensor:
     if images.shape[1] == 1:
         images = images.expand(-1, 3, -1, -1)
     if images.shape[-1] != image_size:
-        images = F.interpolate(images, size=(image_size, image_size), mode="bilinear", align_corners=False, antialias=True)
+        images = F.interpolate(
+            images, size=(image_size, image_size), mode="bilinear", align_corners=False, antialias=True
+        )
     return _normalise(images).contiguous()
 
 
 def _labelled(array: np.ndarray, labels: np.ndarray, image_size: int, classes: int, name: str) -> LabelledImages:
-    return LabelledImages(_as_tensor_images(array, image_size), torch.from_numpy(np.asarray(labels).reshape(-1).astype(np.int64)), classes, name)
+    return LabelledImages(
+        _as_tensor_images(array, image_size),
+        torch.from_numpy(np.asarray(labels).reshape(-1).astype(np.int64)),
+        classes,
+        name,
+    )
 
 
 def _cifar(spec: dict, image_size: int, hundred: bool, name: str) -> dict:
@@ -50,9 +57,13 @@ def _cifar(spec: dict, image_size: int, hundred: bool, name: str) -> dict:
     try:
         splits = {split: reader(str(root), train=split == "train", download=False) for split in ("train", "test")}
     except RuntimeError as err:  # torchvision: "Dataset not found or corrupted"
-        raise DpvipInputError(f"dprandp task {name}: no {reader.__name__} data under {root} ({err}); put the python-format files there") from None
+        raise DpvipInputError(
+            f"dprandp task {name}: no {reader.__name__} data under {root} ({err}); put the python-format files there"
+        ) from None
     classes = 100 if hundred else 10
-    return {split: _labelled(data.data, np.array(data.targets), image_size, classes, name) for split, data in splits.items()}
+    return {
+        split: _labelled(data.data, np.array(data.targets), image_size, classes, name) for split, data in splits.items()
+    }
 
 
 def _medmnist(spec: dict, image_size: int, name: str) -> dict:
@@ -61,11 +72,16 @@ def _medmnist(spec: dict, image_size: int, name: str) -> dict:
         raise DpvipInputError(f"dprandp task {name}: MedMNIST file {path} does not exist")
     with np.load(path) as data:
         classes = int(max(data[f"{split}_labels"].max() for split in ("train", "val", "test"))) + 1
-        return {split: _labelled(data[f"{key}_images"], data[f"{key}_labels"], image_size, classes, name) for split, key in (("train", "train"), ("validation", "val"), ("test", "test"))}
+        return {
+            split: _labelled(data[f"{key}_images"], data[f"{key}_labels"], image_size, classes, name)
+            for split, key in (("train", "train"), ("validation", "val"), ("test", "test"))
+        }
 
 
 def _digits(spec: dict, image_size: int) -> dict:
-    return digits_splits(image_size, spec.get("test_fraction", 0.2), spec.get("seed", 0), float(spec.get("validation_fraction") or 0))
+    return digits_splits(
+        image_size, spec.get("test_fraction", 0.2), spec.get("seed", 0), float(spec.get("validation_fraction") or 0)
+    )
 
 
 def private_splits(name: str, spec: dict, image_size: int) -> tuple[dict[str, LabelledImages], dict]:

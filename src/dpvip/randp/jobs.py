@@ -18,7 +18,14 @@ def work_dir(out: str | Path) -> Path:
     return out.with_name(out.stem + ".work")
 
 
-def run_private_job(run: PrivateRun, settings: PrivateSettings, data_spec: dict, init: str | Path | None, out: str | Path, progress: bool = True) -> dict:
+def run_private_job(
+    run: PrivateRun,
+    settings: PrivateSettings,
+    data_spec: dict,
+    init: str | Path | None,
+    out: str | Path,
+    progress: bool = True,
+) -> dict:
     """Phases II and III of `run`; writes its result JSON to `out` and returns it."""
     from dpvip.randp.data import private_splits
     from dpvip.randp.backbone import load_backbone
@@ -37,7 +44,9 @@ def run_private_job(run: PrivateRun, settings: PrivateSettings, data_spec: dict,
     return result
 
 
-def run_phase1_job(phase1: Phase1Run, section: dict, data_index: str | Path, run_dir: str | Path, progress: bool = True) -> dict:
+def run_phase1_job(
+    phase1: Phase1Run, section: dict, data_index: str | Path, run_dir: str | Path, progress: bool = True
+) -> dict:
     """Phase I pre-training of `phase1` with the `dprandp.phase1` config section."""
     from dpvip.randp.phase1 import Phase1Settings, train_phase1
 

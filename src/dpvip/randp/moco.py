@@ -20,7 +20,9 @@ import torch.nn.functional as F
 from torch import nn
 
 
-def info_nce_loss(queries: torch.Tensor, keys: torch.Tensor, negatives: torch.Tensor, temperature: float) -> torch.Tensor:
+def info_nce_loss(
+    queries: torch.Tensor, keys: torch.Tensor, negatives: torch.Tensor, temperature: float
+) -> torch.Tensor:
     """Mean over i of -log softmax(q_i . [k_i, n_1 .. n_K] / temperature)[0], for unit
     vectors `queries`, `keys` (n, dim) and `negatives` (K, dim)."""
     positive = (queries * keys).sum(dim=1, keepdim=True)

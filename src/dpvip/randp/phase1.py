@@ -32,13 +32,19 @@ from dpvip.train.run import MAERun
 __all__ = ["FORMAT", "EpochMilestones", "Phase1Settings", "Phase1Training", "load_backbone", "train_phase1"]
 
 
-
 class EpochMilestones:
     """lr = base x gamma^(milestones passed), step-wise: step s is in epoch s // steps_per_epoch
     (torch's MultiStepLR stepped once per epoch, as the authors' code does). It depends on
     the step alone: call `step_update(step)` before each update."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, base_lr: float, steps_per_epoch: int, milestones: tuple[int, ...], gamma: float = 0.1):
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        base_lr: float,
+        steps_per_epoch: int,
+        milestones: tuple[int, ...],
+        gamma: float = 0.1,
+    ):
         self.optimizer, self.base_lr, self.steps_per_epoch = optimizer, base_lr, steps_per_epoch
         self.milestones, self.gamma = tuple(sorted(milestones)), gamma
 
@@ -66,14 +72,18 @@ class Phase1Training(MAERun):
         super().__init__(settings, data_index, run_dir, progress)
         if self.dist.world > 1:
             self.dist.close()
-            raise DpvipInputError(f"DP-RandP Phase I runs in one process, not {self.dist.world} (its loss compares every pair of the batch)")
+            raise DpvipInputError(
+                f"DP-RandP Phase I runs in one process, not {self.dist.world} (its loss compares every pair of the batch)"
+            )
         torch.manual_seed(settings.seed)
         self.model = build_method(settings).to(self.dist.device)
         self.steps_per_epoch = len(self.reader) // settings.batch_size
         self.sampler = EpochBatches(len(self.reader), settings.batch_size, 0, settings.seed)
         self.total_steps = settings.epochs * self.steps_per_epoch
         trained = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.SGD(trained, lr=settings.base_lr, momentum=settings.momentum, weight_decay=settings.weight_decay)
+        self.optimizer = torch.optim.SGD(
+            trained, lr=settings.base_lr, momentum=settings.momentum, weight_decay=settings.weight_decay
+        )
         self.scheduler = EpochMilestones(self.optimizer, settings.base_lr, self.steps_per_epoch, settings.lr_milestones)
         self.final_loss: float | None = None
 
@@ -119,7 +129,13 @@ class Phase1Training(MAERun):
 
     def save_model(self, record: dict) -> None:
         encoder = self.model.encoder
-        payload = {"format": FORMAT, "size": self.settings.model, "model": encoder.backbone.state_dict(), "head": encoder.head.state_dict(), "record": record}
+        payload = {
+            "format": FORMAT,
+            "size": self.settings.model,
+            "model": encoder.backbone.state_dict(),
+            "head": encoder.head.state_dict(),
+            "record": record,
+        }
         checkpoint.save_atomic(payload, self.run_dir / "model.pt")
 
 

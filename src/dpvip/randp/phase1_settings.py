@@ -21,11 +21,20 @@ IGNORED_KEYS = ("model", "dataset", "method")
 # Nested config groups: config key -> {inner key: field}.
 GROUPS = {
     "projection": {"hidden": "projection_hidden", "out": "projection_out"},
-    "moco": {"queue": "moco_queue", "momentum": "moco_momentum", "temperature": "moco_temperature", "lr": "moco_lr", "milestones": "moco_milestones"},
+    "moco": {
+        "queue": "moco_queue",
+        "momentum": "moco_momentum",
+        "temperature": "moco_temperature",
+        "lr": "moco_lr",
+        "milestones": "moco_milestones",
+    },
 }
 CONFIG_KEY = {field: f"{group}.{inner}" for group, inner_keys in GROUPS.items() for inner, field in inner_keys.items()}
 # Keys that only one method reads: the other method's runs do not depend on them.
-METHOD_KEYS = {"align_uniform": ("lr", "milestones", "alpha", "t"), "moco": ("moco_queue", "moco_momentum", "moco_temperature", "moco_lr", "moco_milestones")}
+METHOD_KEYS = {
+    "align_uniform": ("lr", "milestones", "alpha", "t"),
+    "moco": ("moco_queue", "moco_momentum", "moco_temperature", "moco_lr", "moco_milestones"),
+}
 
 
 def _integer(value) -> bool:
@@ -108,7 +117,11 @@ class Phase1Settings:
             ("momentum", lambda v: _number(v) and 0 <= v < 1, "a number in [0, 1)"),
             ("weight_decay", lambda v: _number(v) and v >= 0, "a number >= 0"),
             ("milestones", _increasing_epochs, "a list of increasing epochs >= 1"),
-            ("projection_hidden", lambda v: _integer(v) and v >= 16 and v % 16 == 0, "a multiple of 16 (GroupNorm of 16 groups)"),
+            (
+                "projection_hidden",
+                lambda v: _integer(v) and v >= 16 and v % 16 == 0,
+                "a multiple of 16 (GroupNorm of 16 groups)",
+            ),
             ("projection_out", lambda v: _integer(v) and v >= 1, "an integer >= 1"),
             ("alpha", lambda v: _number(v) and v > 0, "a positive number"),
             ("t", lambda v: _number(v) and v > 0, "a positive number"),

@@ -98,7 +98,9 @@ class DPRandPPlan:
         self.families = {name: spec.get("family", "") for name, spec in synthetic_datasets.items()}
         for dataset in [self.dataset, *ablations.get("datasets", [])]:
             if dataset not in synthetic_datasets:
-                raise DpvipInputError(f"dprandp uses synthetic dataset '{dataset}', which synthetic.datasets does not define (known: {', '.join(synthetic_datasets)})")
+                raise DpvipInputError(
+                    f"dprandp uses synthetic dataset '{dataset}', which synthetic.datasets does not define (known: {', '.join(synthetic_datasets)})"
+                )
         for method in [self.method, *ablations.get("methods", [])]:
             if method not in METHODS:
                 raise DpvipInputError(f"dprandp Phase I method '{method}' is not one of {', '.join(METHODS)}")
@@ -111,7 +113,9 @@ class DPRandPPlan:
                 raise DpvipInputError(f"dprandp.private.tasks.{task}: not one of the paper's tasks {', '.join(TASKS)}")
             source = spec.get("runs_of")
             if source is not None and (source not in self.tasks or "runs_of" in self.tasks[source]):
-                raise DpvipInputError(f"dprandp.private.tasks.{task}.runs_of '{source}' must name a task with its own schedule")
+                raise DpvipInputError(
+                    f"dprandp.private.tasks.{task}.runs_of '{source}' must name a task with its own schedule"
+                )
             if source is None:
                 self.schedule(task)  # checks it
 
@@ -137,10 +141,18 @@ class DPRandPPlan:
         spec = self.tasks[self.source_task(task)]
         entries = {}
         for position, raw in enumerate(spec.get("schedule", [])):
-            entry = ScheduleEntry(parse_epsilon(raw["epsilon"]), int(raw["steps"]), int(raw["phase2_steps"]), float(raw["lr_phase2"]), float(raw["lr_phase3"]))
+            entry = ScheduleEntry(
+                parse_epsilon(raw["epsilon"]),
+                int(raw["steps"]),
+                int(raw["phase2_steps"]),
+                float(raw["lr_phase2"]),
+                float(raw["lr_phase3"]),
+            )
             where = f"dprandp.private.tasks.{task}.schedule[{position}]"
             if entry.steps < 1 or not 0 <= entry.phase2_steps <= entry.steps:
-                raise DpvipInputError(f"{where}: needs steps >= 1 and 0 <= phase2_steps <= steps, not {entry.steps} and {entry.phase2_steps}")
+                raise DpvipInputError(
+                    f"{where}: needs steps >= 1 and 0 <= phase2_steps <= steps, not {entry.steps} and {entry.phase2_steps}"
+                )
             if entry.epsilon in entries:
                 raise DpvipInputError(f"{where}: epsilon {epsilon_label(entry.epsilon)} appears twice")
             entries[entry.epsilon] = entry
@@ -151,7 +163,9 @@ class DPRandPPlan:
     def entry(self, task: str, epsilon: float) -> ScheduleEntry:
         schedule = self.schedule(task)
         if epsilon not in schedule:
-            raise DpvipInputError(f"dprandp: task {task} has no schedule entry for epsilon {epsilon_label(epsilon)} (known: {', '.join(map(epsilon_label, schedule))})")
+            raise DpvipInputError(
+                f"dprandp: task {task} has no schedule entry for epsilon {epsilon_label(epsilon)} (known: {', '.join(map(epsilon_label, schedule))})"
+            )
         return schedule[epsilon]
 
     def epsilons(self, task: str) -> list[float]:
@@ -162,17 +176,23 @@ class DPRandPPlan:
         return [e for e in chosen if e in self.schedule(MAIN_TASK)]
 
     # --- runs ------------------------------------------------------------------------------
-    def run(self, task: str, init: Phase1Run | None, epsilon: float, seed: int, phase2: str | int = "schedule") -> PrivateRun:
+    def run(
+        self, task: str, init: Phase1Run | None, epsilon: float, seed: int, phase2: str | int = "schedule"
+    ) -> PrivateRun:
         """`phase2`: 'schedule' (DP-RandP), 'none' (w/o Phase II, or Phase III only when
         cold), 'all' (Phase II only) or a number of steps."""
         entry = self.entry(task, epsilon)
         steps = {"schedule": entry.phase2_steps, "none": 0, "all": entry.steps}.get(phase2, phase2)
         if not isinstance(steps, int) or not 0 <= steps <= entry.steps:
-            raise DpvipInputError(f"dprandp: Phase II steps {phase2!r} must be within 0..{entry.steps} at epsilon {epsilon_label(epsilon)}")
+            raise DpvipInputError(
+                f"dprandp: Phase II steps {phase2!r} must be within 0..{entry.steps} at epsilon {epsilon_label(epsilon)}"
+            )
         model = init.model if init else self.model
         return PrivateRun(self.source_task(task), init.name if init else COLD, model, steps, epsilon, seed)
 
-    def cells(self, task: str, init: Phase1Run | None, phase2, epsilons=None, seeds=None) -> dict[float, list[PrivateRun]]:
+    def cells(
+        self, task: str, init: Phase1Run | None, phase2, epsilons=None, seeds=None
+    ) -> dict[float, list[PrivateRun]]:
         """{epsilon: [one run per seed]} of one table row."""
         epsilons = self.epsilons(task) if epsilons is None else epsilons
         seeds = self.seeds if seeds is None else seeds

@@ -56,11 +56,21 @@ def fresh_network(model: str, classes: int, seed: int) -> WideResNet:
 def check_no_batchnorm(network: nn.Module) -> None:
     for name, layer in network.named_modules():
         if isinstance(layer, nn.modules.batchnorm._BatchNorm):
-            raise DpvipInputError(f"layer '{name}' is a BatchNorm: its batch statistics mix examples, which DP training cannot have")
+            raise DpvipInputError(
+                f"layer '{name}' is a BatchNorm: its batch statistics mix examples, which DP training cannot have"
+            )
 
 
 class PrivateTraining:
-    def __init__(self, settings: PrivateSettings, splits: dict, network: nn.Module, run_dir: str | Path, init: str | Path | None = None, progress: bool = True):
+    def __init__(
+        self,
+        settings: PrivateSettings,
+        splits: dict,
+        network: nn.Module,
+        run_dir: str | Path,
+        init: str | Path | None = None,
+        progress: bool = True,
+    ):
         settings.check()
         check_no_batchnorm(network)
         self.settings, self.splits, self.network, self.progress = settings, splits, network, progress
@@ -69,7 +79,14 @@ class PrivateTraining:
         self.sample_rate = settings.sample_rate(self.examples)
         ledger = None
         if settings.private:
-            ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta, settings.clip_norm)
+            ledger = PrivacyLedger.calibrate(
+                settings.accountant,
+                self.sample_rate,
+                settings.steps,
+                settings.epsilon,
+                settings.delta,
+                settings.clip_norm,
+            )
         self.state_path = Path(run_dir) / "state.pt"
         self.init = str(init) if init else "random"
         self.init_fingerprint = sha256(init) if init else "random"
@@ -99,10 +116,14 @@ class PrivateTraining:
             param.requires_grad_(phase == 3 or name.startswith("classifier."))
         s = self.settings
         clipper = ClippedGradientSum(self.network, s.clip_norm, views=s.augmult)
-        optimizer = make_optimizer("sgd", clipper.params, s.lr_phase2 if phase == 2 else s.lr_phase3, momentum=s.momentum)
+        optimizer = make_optimizer(
+            "sgd", clipper.params, s.lr_phase2 if phase == 2 else s.lr_phase3, momentum=s.momentum
+        )
         self.phase = (phase, clipper, optimizer)
         if self.dp_step is None:
-            self.dp_step = DPStep(clipper, optimizer, self._ledger, self.examples, s.seed, sample_rate=self.sample_rate, steps=s.steps)
+            self.dp_step = DPStep(
+                clipper, optimizer, self._ledger, self.examples, s.seed, sample_rate=self.sample_rate, steps=s.steps
+            )
         self.dp_step.clipper, self.dp_step.optimizer = clipper, optimizer
 
     def _micro_batches(self, chosen):
@@ -123,17 +144,30 @@ class PrivateTraining:
         self.clipped += report.clipped
         self.ema.update(self.step)
         self.step += 1
-        self.curve.append({"step": self.step, "phase": self.phase[0], "loss": report.loss_sum / max(1, len(chosen)), "batch_size": len(chosen)})
+        self.curve.append(
+            {
+                "step": self.step,
+                "phase": self.phase[0],
+                "loss": report.loss_sum / max(1, len(chosen)),
+                "batch_size": len(chosen),
+            }
+        )
         return self.curve[-1]["loss"]
 
     # --- state -----------------------------------------------------------------------------
     def save_state(self) -> None:
         phase = self.phase
         state = {
-            "fingerprint": self.fingerprint(), "step": self.step, "network": self.network.state_dict(), "ema": self.ema.state_dict(),
-            "optimizer": phase[2].state_dict() if phase else None, "phase": phase[0] if phase else None,
+            "fingerprint": self.fingerprint(),
+            "step": self.step,
+            "network": self.network.state_dict(),
+            "ema": self.ema.state_dict(),
+            "optimizer": phase[2].state_dict() if phase else None,
+            "phase": phase[0] if phase else None,
             # the ledger's mechanism and steps; its epsilon is computed once, for the result
-            "curve": self.curve, "clipped": self.clipped, "privacy": dataclasses.asdict(self.ledger) if self.ledger else None,
+            "curve": self.curve,
+            "clipped": self.clipped,
+            "privacy": dataclasses.asdict(self.ledger) if self.ledger else None,
         }
         checkpoint.save_atomic(state, self.state_path)
 
@@ -160,7 +194,12 @@ class PrivateTraining:
         self.resume()
         started = time.perf_counter()
         s = self.settings
-        with tqdm(total=s.steps, initial=self.step, desc="DP-RandP phases II/III", unit="step", disable=not self.progress) as bar, StopRequest() as stop:
+        with (
+            tqdm(
+                total=s.steps, initial=self.step, desc="DP-RandP phases II/III", unit="step", disable=not self.progress
+            ) as bar,
+            StopRequest() as stop,
+        ):
             while self.step < s.steps:
                 loss = self._step()
                 bar.update()
@@ -168,20 +207,36 @@ class PrivateTraining:
                 if self.step % s.checkpoint_every == 0 or self.step == s.steps or stop.requested:
                     self.save_state()
                 if stop.requested and self.step < s.steps:
-                    raise SystemExit(f"stopped by SIGTERM at step {self.step} of {s.steps}; state saved in {self.state_path}")
+                    raise SystemExit(
+                        f"stopped by SIGTERM at step {self.step} of {s.steps}; state saved in {self.state_path}"
+                    )
         if self.phase:
             self.phase[1].close()
         return self.result(time.perf_counter() - started)
 
     def privacy_record(self) -> dict:
         if not self.ledger:
-            return {"accountant": None, "sample_rate": self.sample_rate, "noise_multiplier": 0.0, "clip_norm": self.settings.clip_norm, "delta": None,
-                    "target_epsilon": None, "planned_steps": self.settings.steps, "steps_done": self.step, "epsilon_spent": None, "epsilon_phase2": None, "examples": self.examples}
+            return {
+                "accountant": None,
+                "sample_rate": self.sample_rate,
+                "noise_multiplier": 0.0,
+                "clip_norm": self.settings.clip_norm,
+                "delta": None,
+                "target_epsilon": None,
+                "planned_steps": self.settings.steps,
+                "steps_done": self.step,
+                "epsilon_spent": None,
+                "epsilon_phase2": None,
+                "examples": self.examples,
+            }
         phase2 = dataclasses.replace(self.ledger, steps_done=min(self.settings.phase2_steps, self.ledger.steps_done))
         return self.ledger.record() | {"epsilon_phase2": phase2.epsilon_spent(), "examples": self.examples}
 
     def accuracy(self, model: nn.Module) -> dict:
-        return {split: (100.0 * classifier_accuracy(model, self.splits[split]) if split in self.splits else None) for split in ("test", "validation")}
+        return {
+            split: (100.0 * classifier_accuracy(model, self.splits[split]) if split in self.splits else None)
+            for split in ("test", "validation")
+        }
 
     def result(self, seconds: float) -> dict:
         s = self.settings
@@ -189,7 +244,11 @@ class PrivateTraining:
             "accuracy": self.accuracy(self.ema.averaged),
             "accuracy_live": self.accuracy(self.network),
             "privacy": self.privacy_record(),
-            "batch_size": s.batch_size, "augmult": s.augmult, "steps": s.steps, "lr_phase2": s.lr_phase2, "lr_phase3": s.lr_phase3,
+            "batch_size": s.batch_size,
+            "augmult": s.augmult,
+            "steps": s.steps,
+            "lr_phase2": s.lr_phase2,
+            "lr_phase3": s.lr_phase3,
             "clipped_fraction": self.clipped / max(1, sum(point["batch_size"] for point in self.curve)),
             "init_checkpoint": self.init,
             "curve": self.curve,
@@ -198,7 +257,14 @@ class PrivateTraining:
         }
 
 
-def train_private(settings: PrivateSettings, splits: dict, network: nn.Module, run_dir: str | Path, init: str | Path | None = None, progress: bool = True) -> dict:
+def train_private(
+    settings: PrivateSettings,
+    splits: dict,
+    network: nn.Module,
+    run_dir: str | Path,
+    init: str | Path | None = None,
+    progress: bool = True,
+) -> dict:
     """Run (or resume) Phases II and III of one run; returns its result (without the run's
     identity and data facts, which the caller adds)."""
     return PrivateTraining(settings, splits, network, run_dir, init, progress).run()

@@ -75,7 +75,17 @@ class PrivateSettings:
 
 
 TASK_KEYS = ("batch_size", "delta")
-SHARED_KEYS = ("augmult", "clip_norm", "accountant", "ema_decay", "momentum", "image_size", "padding", "micro_batch", "checkpoint_every")
+SHARED_KEYS = (
+    "augmult",
+    "clip_norm",
+    "accountant",
+    "ema_decay",
+    "momentum",
+    "image_size",
+    "padding",
+    "micro_batch",
+    "checkpoint_every",
+)
 
 
 def private_settings(plan: DPRandPPlan, run: PrivateRun) -> PrivateSettings:
@@ -87,8 +97,15 @@ def private_settings(plan: DPRandPPlan, run: PrivateRun) -> PrivateSettings:
     shared = {key: section[key] for key in SHARED_KEYS if key in section}
     own = {key: task[key] for key in TASK_KEYS if key in task}
     settings = PrivateSettings(
-        model=run.model, epsilon=run.epsilon, steps=entry.steps, phase2_steps=run.phase2_steps,
-        lr_phase2=entry.lr_phase2, lr_phase3=entry.lr_phase3, seed=run.seed, **shared, **own,
+        model=run.model,
+        epsilon=run.epsilon,
+        steps=entry.steps,
+        phase2_steps=run.phase2_steps,
+        lr_phase2=entry.lr_phase2,
+        lr_phase3=entry.lr_phase3,
+        seed=run.seed,
+        **shared,
+        **own,
     )
     settings.check()
     return settings

@@ -20,7 +20,9 @@ NOTES = [
 def _paper_sigmas(values: pd.DataFrame) -> dict[tuple[int, int], float]:
     """{(batch size, millions of training examples): sigma} from ViP Table 10."""
     table = paper_table(values, "vip", "table10").dropna(subset=["Noise sigma"])
-    return {(int(row["Batch Size"]), int(row["# Train data"])): float(row["Noise sigma"]) for _, row in table.iterrows()}
+    return {
+        (int(row["Batch Size"]), int(row["# Train data"])): float(row["Noise sigma"]) for _, row in table.iterrows()
+    }
 
 
 def vip_dp_runs(runs: dict[str, tuple[dict, list[dict]]], values: pd.DataFrame) -> pd.DataFrame:

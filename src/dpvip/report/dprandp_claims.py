@@ -42,13 +42,23 @@ def _greater(a: float, b: float) -> bool | None:
     return None if math.isnan(a) or math.isnan(b) else bool(a > b)
 
 
-def claims_table(plan: DPRandPPlan, results: dict[str, dict], scale: str = "embedded") -> tuple[pd.DataFrame, str, list[str]]:
+def claims_table(
+    plan: DPRandPPlan, results: dict[str, dict], scale: str = "embedded"
+) -> tuple[pd.DataFrame, str, list[str]]:
     """(frame, title, notes): columns claim, measured, held, paper's evidence."""
-    stats = {name: {e: mean_std(run_values(runs, results)) for e, runs in cells.items()} for name, cells in claim_runs(plan).items()}
-    epsilons = sorted({e for cells in stats.values() for e, (mean, _) in cells.items() if not math.isnan(mean)})  # those with results
+    stats = {
+        name: {e: mean_std(run_values(runs, results)) for e, runs in cells.items()}
+        for name, cells in claim_runs(plan).items()
+    }
+    epsilons = sorted(
+        {e for cells in stats.values() for e, (mean, _) in cells.items() if not math.isnan(mean)}
+    )  # those with results
     finite = [e for e in epsilons if math.isfinite(e)]
     if not finite:
-        rows = [{"claim": claim, "measured": "no results at a finite ε yet", "held": None, "paper's evidence": EVIDENCE[k]} for k, claim in CLAIMS.items()]
+        rows = [
+            {"claim": claim, "measured": "no results at a finite ε yet", "held": None, "paper's evidence": EVIDENCE[k]}
+            for k, claim in CLAIMS.items()
+        ]
         return pd.DataFrame(rows), TITLE, claim_notes(plan, results, scale)
     small, large = finite[0], epsilons[-1]
 
@@ -63,21 +73,42 @@ def claims_table(plan: DPRandPPlan, results: dict[str, dict], scale: str = "embe
 
     s, big = f"ε = {epsilon_label(small)}", f"ε = {epsilon_label(large)}"
     rows = {
-        "a": (f"{s}: w/o Phase II (warm) {_fmt(at(WARM_NO_PHASE2, small))} vs Phase III only (cold) {_fmt(at(COLD_ROW, small))}: {gap(small):+.2f}", _greater(gap(small), 0.0)),
+        "a": (
+            f"{s}: w/o Phase II (warm) {_fmt(at(WARM_NO_PHASE2, small))} vs Phase III only (cold) {_fmt(at(COLD_ROW, small))}: {gap(small):+.2f}",
+            _greater(gap(small), 0.0),
+        ),
         "b": (
             f"warm − cold: {'; '.join(f'ε = {epsilon_label(e)}: {gap(e):+.2f}' for e in epsilons)}",
             _greater(gap(small), gap(large)) if small != large else None,
         ),
         "c": (
-            "DP-RandP vs w/o Phase II: " + "; ".join(f"ε = {epsilon_label(e)}: {_fmt(at(WARM_FULL, e))} vs {_fmt(at(WARM_NO_PHASE2, e))} ({at(WARM_FULL, e)[0] - at(WARM_NO_PHASE2, e)[0]:+.2f})" for e in epsilons),
+            "DP-RandP vs w/o Phase II: "
+            + "; ".join(
+                f"ε = {epsilon_label(e)}: {_fmt(at(WARM_FULL, e))} vs {_fmt(at(WARM_NO_PHASE2, e))} ({at(WARM_FULL, e)[0] - at(WARM_NO_PHASE2, e)[0]:+.2f})"
+                for e in epsilons
+            ),
             _greater(at(WARM_FULL, small)[0], at(WARM_NO_PHASE2, small)[0]),
         ),
         "d": (
-            f"{s} → {big}: " + "; ".join(f"{name} {_fmt(at(name, small))} → {_fmt(at(name, large))} ({gain(name):+.2f})" for name in (LINEAR_PROBING, WARM_FULL)),
-            _both(_greater(gain(WARM_FULL), gain(LINEAR_PROBING)), _greater(at(WARM_FULL, large)[0], at(LINEAR_PROBING, large)[0])) if small != large else None,
+            f"{s} → {big}: "
+            + "; ".join(
+                f"{name} {_fmt(at(name, small))} → {_fmt(at(name, large))} ({gain(name):+.2f})"
+                for name in (LINEAR_PROBING, WARM_FULL)
+            ),
+            _both(
+                _greater(gain(WARM_FULL), gain(LINEAR_PROBING)),
+                _greater(at(WARM_FULL, large)[0], at(LINEAR_PROBING, large)[0]),
+            )
+            if small != large
+            else None,
         ),
     }
-    frame = pd.DataFrame([{"claim": CLAIMS[k], "measured": measured, "held": held, "paper's evidence": EVIDENCE[k]} for k, (measured, held) in rows.items()])
+    frame = pd.DataFrame(
+        [
+            {"claim": CLAIMS[k], "measured": measured, "held": held, "paper's evidence": EVIDENCE[k]}
+            for k, (measured, held) in rows.items()
+        ]
+    )
     return frame, TITLE, claim_notes(plan, results, scale)
 
 

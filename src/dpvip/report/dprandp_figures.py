@@ -22,7 +22,14 @@ from dpvip.report.dprandp_tables import mean_std, run_values, stand_in_text
 from dpvip.report.paper_values import paper_table
 
 LINEAR_PROBING = "Phase II only"
-COLORS = {WARM_FULL: "tab:blue", WARM_NO_PHASE2: "tab:orange", LINEAR_PROBING: "tab:green", COLD_ROW: "tab:red", "warm": "tab:orange", "cold": "tab:red"}
+COLORS = {
+    WARM_FULL: "tab:blue",
+    WARM_NO_PHASE2: "tab:orange",
+    LINEAR_PROBING: "tab:green",
+    COLD_ROW: "tab:red",
+    "warm": "tab:orange",
+    "cold": "tab:red",
+}
 # Figure 2's paper lines: {legend: (table, row)}; the first four are our series' counterparts.
 FIGURE2_PAPER = {
     WARM_FULL: ("table1", "DP-RandP"),
@@ -46,7 +53,11 @@ FIGURE6_ACCOUNTANT = "rdp"
 def paper_row(values: pd.DataFrame, table: str, row: str, prefix: str = "epsilon=") -> dict:
     """{column value: paper value} of one printed row, std cells and blanks left out."""
     printed = paper_table(values, "dprandp", table).loc[row]
-    return {c.removeprefix(prefix): float(v) for c, v in printed.items() if c.startswith(prefix) and not c.endswith(" std") and not math.isnan(v)}
+    return {
+        c.removeprefix(prefix): float(v)
+        for c, v in printed.items()
+        if c.startswith(prefix) and not c.endswith(" std") and not math.isnan(v)
+    }
 
 
 def paper_by_epsilon(values: pd.DataFrame, table: str, row: str) -> dict[float, float]:
@@ -64,28 +75,45 @@ def _plot(axis, points: dict[float, tuple[float, float]], color: str, label: str
         return
     means = [points[x][0] for x in xs]
     errors = [0.0 if math.isnan(points[x][1]) else points[x][1] for x in xs]
-    style = {"linestyle": "--", "marker": "s", "alpha": 0.6, "markersize": 4} if paper else {"linestyle": "-", "marker": "o", "capsize": 3, "linewidth": 2}
+    style = (
+        {"linestyle": "--", "marker": "s", "alpha": 0.6, "markersize": 4}
+        if paper
+        else {"linestyle": "-", "marker": "o", "capsize": 3, "linewidth": 2}
+    )
     axis.errorbar(xs, means, yerr=None if paper else errors, color=color, label=label, **style)
 
 
-def _finish(figure: plt.Figure, axis, name: str, what: str, xlabel: str, scale: str, results: dict[str, dict], caption: str = "") -> plt.Figure:
+def _finish(
+    figure: plt.Figure, axis, name: str, what: str, xlabel: str, scale: str, results: dict[str, dict], caption: str = ""
+) -> plt.Figure:
     """Labels, the legend beside the plot, the title (scale, stand-in) and a caption."""
     axis.set_xlabel(xlabel)
     axis.set_ylabel("test accuracy (%)")
     axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    axis.set_title(f"DP-RandP {name}: {what}\npaper dashed; ours at {scale} scale solid (mean ± std over seeds; {stand_in_text(results)})", fontsize=9)
+    axis.set_title(
+        f"DP-RandP {name}: {what}\npaper dashed; ours at {scale} scale solid (mean ± std over seeds; {stand_in_text(results)})",
+        fontsize=9,
+    )
     if caption:
         figure.text(0.01, -0.01, textwrap.fill(caption, 150), fontsize=6.5, ha="left", va="top")
     figure.tight_layout()
     return figure
 
 
-def figure2(plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFrame, scale: str = "embedded") -> plt.Figure:
+def figure2(
+    plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFrame, scale: str = "embedded"
+) -> plt.Figure:
     """Test accuracy against ε on CIFAR-10: the paper's DP-RandP, w/o Phase II (Tab. 6), private
     linear probing (Tab. 4, ε ≥ 1) and previous work (Tab. 1), and our series; ε = ∞ sits at
     its own tick on the right."""
-    ours = {name: {e: _stats(runs, results) for e, runs in cells.items()} for name, cells in figure_runs(plan, "figure2").items()}
-    paper = {name: {e: (v, math.nan) for e, v in paper_by_epsilon(paper_values, *where).items() if e >= 1} for name, where in FIGURE2_PAPER.items()}
+    ours = {
+        name: {e: _stats(runs, results) for e, runs in cells.items()}
+        for name, cells in figure_runs(plan, "figure2").items()
+    }
+    paper = {
+        name: {e: (v, math.nan) for e, v in paper_by_epsilon(paper_values, *where).items() if e >= 1}
+        for name, where in FIGURE2_PAPER.items()
+    }
     finite = sorted({e for points in [*ours.values(), *paper.values()] for e in points if math.isfinite(e)})
     inf_x = finite[-1] + max(1.0, 0.2 * (finite[-1] - finite[0]))
 
@@ -94,10 +122,28 @@ def figure2(plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFr
 
     figure, axis = plt.subplots(figsize=(9, 4.6))
     for name, points in paper.items():
-        _plot(axis, x_of({e: v for e, v in points.items() if math.isfinite(e)}), COLORS.get(name, OTHER_COLORS.get(name)), f"{name} (paper, {FIGURE2_PAPER[name][0].replace('table', 'Tab. ')})", paper=True)
-        _plot(axis, x_of({e: v for e, v in points.items() if math.isinf(e)}), COLORS.get(name, OTHER_COLORS.get(name)), None, paper=True)
+        _plot(
+            axis,
+            x_of({e: v for e, v in points.items() if math.isfinite(e)}),
+            COLORS.get(name, OTHER_COLORS.get(name)),
+            f"{name} (paper, {FIGURE2_PAPER[name][0].replace('table', 'Tab. ')})",
+            paper=True,
+        )
+        _plot(
+            axis,
+            x_of({e: v for e, v in points.items() if math.isinf(e)}),
+            COLORS.get(name, OTHER_COLORS.get(name)),
+            None,
+            paper=True,
+        )
     for name, points in ours.items():
-        _plot(axis, x_of({e: v for e, v in points.items() if math.isfinite(e)}), COLORS[name], f"{name} (ours)", paper=False)
+        _plot(
+            axis,
+            x_of({e: v for e, v in points.items() if math.isfinite(e)}),
+            COLORS[name],
+            f"{name} (ours)",
+            paper=False,
+        )
         _plot(axis, x_of({e: v for e, v in points.items() if math.isinf(e)}), COLORS[name], None, paper=False)
     axis.axvline((finite[-1] + inf_x) / 2, color="grey", linestyle=":", linewidth=1)
     axis.set_xticks([*finite, inf_x], [*map(epsilon_label, finite), "∞"])
@@ -122,18 +168,34 @@ def _gaps(axis, warm: dict, cold: dict, color: str, paper: bool) -> None:
         if math.isnan(w) or math.isnan(c):
             continue
         axis.plot([x, x], [c, w], color=color, linestyle=":", linewidth=1)
-        axis.annotate(f"{w - c:+.1f}", (x, (w + c) / 2), xytext=(4, 0), textcoords="offset points", fontsize=7, color=color, fontweight="normal" if paper else "bold")
+        axis.annotate(
+            f"{w - c:+.1f}",
+            (x, (w + c) / 2),
+            xytext=(4, 0),
+            textcoords="offset points",
+            fontsize=7,
+            color=color,
+            fontweight="normal" if paper else "bold",
+        )
 
 
-def figure4(plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFrame, scale: str = "embedded") -> plt.Figure:
+def figure4(
+    plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFrame, scale: str = "embedded"
+) -> plt.Figure:
     """Accuracy against σ, warm (w/o Phase II) against cold (Phase III only) start; the paper's
     at Table 13's σ of each ε (0 for ∞), warm from Table 6, cold from Table 11."""
     sigmas = paper_by_epsilon(paper_values, "table13", "σ")
     figure, axis = plt.subplots(figsize=(8.5, 4.4))
     lines = {}
     for init, (table, row) in FIGURE4_PAPER.items():
-        points = {0.0 if math.isinf(e) else sigmas[e]: (v, math.nan) for e, v in paper_by_epsilon(paper_values, table, row).items() if math.isinf(e) or e in sigmas}
-        _plot(axis, points, COLORS[init], f"{init} (paper, {table.replace('table', 'Tab. ')} at Tab. 13's σ)", paper=True)
+        points = {
+            0.0 if math.isinf(e) else sigmas[e]: (v, math.nan)
+            for e, v in paper_by_epsilon(paper_values, table, row).items()
+            if math.isinf(e) or e in sigmas
+        }
+        _plot(
+            axis, points, COLORS[init], f"{init} (paper, {table.replace('table', 'Tab. ')} at Tab. 13's σ)", paper=True
+        )
         lines[("paper", init)] = points
     for init, cells in figure_runs(plan, "figure4").items():
         points = {_sigma(e, runs, results): _stats(runs, results) for e, runs in cells.items()}
@@ -143,7 +205,16 @@ def figure4(plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFr
     _gaps(axis, lines[("paper", "warm")], lines[("paper", "cold")], "grey", paper=True)
     _gaps(axis, lines[("ours", "warm")], lines[("ours", "cold")], "black", paper=False)
     caption = "The paper's cold point at ε = 6 (σ 2.9) is Tab. 11's 71.0; Tab. 1 prints 77.0 for the same De et al. baseline. Ours: σ of the runs' own calibration."
-    return _finish(figure, axis, "Fig. 4", "warm (synthetic Phase I) vs cold (random) start, the gap annotated", "noise multiplier σ (0: no noise, ε = ∞)", scale, results, caption)
+    return _finish(
+        figure,
+        axis,
+        "Fig. 4",
+        "warm (synthetic Phase I) vs cold (random) start, the gap annotated",
+        "noise multiplier σ (0: no noise, ε = ∞)",
+        scale,
+        results,
+        caption,
+    )
 
 
 @functools.lru_cache(maxsize=512)
@@ -173,7 +244,12 @@ def paper_sweeps(paper_values: pd.DataFrame, accountant: str = FIGURE6_ACCOUNTAN
     def share(epsilon: float, steps: float) -> float:
         return phase2_share(sigmas[epsilon], int(totals[epsilon]), int(min(steps, totals[epsilon])), accountant)
 
-    sweeps = {1.0: {0.0: paper_by_epsilon(paper_values, "table6", "Accuracy(%)")[1.0], share(1.0, phase2[1.0]): paper_by_epsilon(paper_values, "table1", "DP-RandP")[1.0]}}
+    sweeps = {
+        1.0: {
+            0.0: paper_by_epsilon(paper_values, "table6", "Accuracy(%)")[1.0],
+            share(1.0, phase2[1.0]): paper_by_epsilon(paper_values, "table1", "DP-RandP")[1.0],
+        }
+    }
     for table, epsilon in SWEEP_TABLES.items():
         row = paper_row(paper_values, table, "Accuracy (%)", prefix="Epochs for Phase II=")
         sweeps[epsilon] = {share(epsilon, PAPER_STEPS_PER_EPOCH * float(k)): v for k, v in row.items()}
@@ -190,7 +266,13 @@ def _run_share(run: PrivateRun, result: dict) -> float:
     return privacy["epsilon_phase2"] / privacy["epsilon_spent"]
 
 
-def figure6(plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFrame, scale: str = "embedded", accountant: str = FIGURE6_ACCOUNTANT) -> plt.Figure:
+def figure6(
+    plan: DPRandPPlan,
+    results: dict[str, dict],
+    paper_values: pd.DataFrame,
+    scale: str = "embedded",
+    accountant: str = FIGURE6_ACCOUNTANT,
+) -> plt.Figure:
     """Accuracy against ε_Phase II / ε: our warm sweep (`dprandp.ablations.figure6`) and the
     paper's Tables 17-21 (x by `accountant` in the paper's setting: q = 4096/50000, Table 13's
     σ and steps, 12 steps an epoch)."""
@@ -199,7 +281,13 @@ def figure6(plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFr
     colors = plt.cm.viridis(np.linspace(0, 0.9, len(sweeps)))
     source = {epsilon: table.replace("table", "Tab. ") for table, epsilon in SWEEP_TABLES.items()}
     for color, (epsilon, points) in zip(colors, sweeps.items()):
-        _plot(axis, {x: (v, math.nan) for x, v in points.items()}, color, f"ε = {epsilon_label(epsilon)} (paper, {source.get(epsilon, 'Tab. 6 / Tab. 1')})", paper=True)
+        _plot(
+            axis,
+            {x: (v, math.nan) for x, v in points.items()},
+            color,
+            f"ε = {epsilon_label(epsilon)} (paper, {source.get(epsilon, 'Tab. 6 / Tab. 1')})",
+            paper=True,
+        )
     epsilon, _ = plan.sweep("figure6")
     ours = {}
     for runs in figure_runs(plan, "figure6")["warm"].values():
@@ -211,4 +299,13 @@ def figure6(plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFr
         f"Paper's x: {accountant.upper()} accounting of N1 = min(12 × epochs, N) of Tab. 13's N steps at its σ, q = 4096/50000, δ = 1e-5 "
         f"(the paper used PRV{'' if accountant == 'prv' else '; RDP ratios are within 0.005 of it here'}); ours: each run's own ε_Phase II / ε_spent."
     )
-    return _finish(figure, axis, "Fig. 6", "share of the budget spent in Phase II (CIFAR-10, warm start)", "ε spent in Phase II / ε", scale, results, caption)
+    return _finish(
+        figure,
+        axis,
+        "Fig. 6",
+        "share of the budget spent in Phase II (CIFAR-10, warm start)",
+        "ε spent in Phase II / ε",
+        scale,
+        results,
+        caption,
+    )

@@ -47,7 +47,10 @@ def _accuracy_table(table: str, printed: pd.DataFrame, ours: dict) -> pd.DataFra
         cell = ours.get(epsilon)
         row = {"epsilon": "inf (without privacy)" if epsilon is None else epsilon}
         row |= {f"{other} (paper)": _paper_row(printed, other, epsilon) for other in others}
-        row |= {"accuracy (paper)": _paper_row(printed, ours_row, epsilon), "std (paper)": _paper_row(printed, ours_row, epsilon, " std")}
+        row |= {
+            "accuracy (paper)": _paper_row(printed, ours_row, epsilon),
+            "std (paper)": _paper_row(printed, ours_row, epsilon, " std"),
+        }
         row |= {"accuracy (ours)": cell.mean if cell else NAN, "std (ours)": cell.std if cell else NAN}
         rows.append(row)
     return pd.DataFrame(rows)
@@ -58,12 +61,16 @@ def _sigma_table(printed: pd.DataFrame, ours: dict) -> pd.DataFrame:
     rows = []
     for epsilon in sorted(e for e in ours if e is not None):
         privacy = ours[epsilon].privacy
-        rows.append({
-            "epsilon": epsilon,
-            "sigma (paper)": _paper_row(printed, "σ", epsilon), "sigma (ours)": privacy["sigma_sgd"],
-            "LR (paper)": _paper_row(printed, "LR", epsilon), "LR (ours)": ours[epsilon].lr,
-            "steps (ours)": privacy["steps"],
-        })
+        rows.append(
+            {
+                "epsilon": epsilon,
+                "sigma (paper)": _paper_row(printed, "σ", epsilon),
+                "sigma (ours)": privacy["sigma_sgd"],
+                "LR (paper)": _paper_row(printed, "LR", epsilon),
+                "LR (ours)": ours[epsilon].lr,
+                "steps (ours)": privacy["steps"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -87,7 +94,9 @@ def _composition_table(printed: pd.DataFrame, ours: dict, delta: float) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def probe_table(table: str, results: dict, values: pd.DataFrame, section: dict, scale: str) -> tuple[pd.DataFrame, str, list[str]]:
+def probe_table(
+    table: str, results: dict, values: pd.DataFrame, section: dict, scale: str
+) -> tuple[pd.DataFrame, str, list[str]]:
     """(frame, title, notes) of DP-RandP's Table 4, 5, 22 or 23 from its probe study."""
     printed = paper_table(values, "dprandp", table)
     ours = _ours(study_cells(results))
@@ -108,9 +117,15 @@ def probe_table(table: str, results: dict, values: pd.DataFrame, section: dict, 
         feature_note(results),
     ]
     if probe.get("feature_norm"):
-        notes.append(f"Each feature vector is scaled to norm {probe['feature_norm']:g}, then centred on a private mean (Gaussian mechanism, sigma_1, sensitivity C/n) composed with the T steps.")
+        notes.append(
+            f"Each feature vector is scaled to norm {probe['feature_norm']:g}, then centred on a private mean (Gaussian mechanism, sigma_1, sensitivity C/n) composed with the T steps."
+        )
     if table in ("table4", "table22"):
-        notes.append("Epsilon 0.03 is in Table 4 but not in Table 22: it takes epsilon 0.1's learning rate. The paper's CIFAR-10 feature is the 4,096-d third-to-last layer (projection head's first block); ours is that layer of our Phase I network.")
+        notes.append(
+            "Epsilon 0.03 is in Table 4 but not in Table 22: it takes epsilon 0.1's learning rate. The paper's CIFAR-10 feature is the 4,096-d third-to-last layer (projection head's first block); ours is that layer of our Phase I network."
+        )
     if table == "table5":
-        notes.append("The paper's ImageNet backbone is Yu et al.'s ViT-B on Shaders-21k (MAE): our (Syn)-ViP is that recipe.")
+        notes.append(
+            "The paper's ImageNet backbone is Yu et al.'s ViT-B on Shaders-21k (MAE): our (Syn)-ViP is that recipe."
+        )
     return frame, TITLES[table], notes

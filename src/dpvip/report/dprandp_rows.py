@@ -17,7 +17,11 @@ WARM_FULL = "DP-RandP"
 WARM_NO_PHASE2 = "DP-RandP w/o Phase II"
 COLD_ROW = "Phase III only (De et al. [15])"
 # Table 10's columns by synthetic family (the paper's other columns have no generator here).
-TABLE10_COLUMNS = {"stylegan_oriented": "Untrained StyleGAN / Oriented", "dead_leaves": "Dead leaves textures", "shaders": "Shaders (ours)"}
+TABLE10_COLUMNS = {
+    "stylegan_oriented": "Untrained StyleGAN / Oriented",
+    "dead_leaves": "Dead leaves textures",
+    "shaders": "Shaders (ours)",
+}
 METHOD_LABELS = {"align_uniform": "Wang and Isola [64]", "moco": "MoCo [30]"}
 PAPER_MODELS = ("WRN-16-4", "WRN-40-4")
 
@@ -34,7 +38,9 @@ def _by_epsilon(cells: dict[float, list[PrivateRun]]) -> dict[str, list[PrivateR
     return {f"epsilon={epsilon_label(e)}": runs for e, runs in cells.items()}
 
 
-def _three_rows(plan: DPRandPPlan, task: str, cold_label: str, full_label: str = WARM_FULL, metric: str = "test") -> list[RunRow]:
+def _three_rows(
+    plan: DPRandPPlan, task: str, cold_label: str, full_label: str = WARM_FULL, metric: str = "test"
+) -> list[RunRow]:
     main = plan.main_init
     return [
         RunRow(cold_label, _by_epsilon(plan.cells(task, None, "none")), metric),
@@ -52,7 +58,9 @@ def table_rows(plan: DPRandPPlan, table: str) -> list[RunRow]:
     if table in ("table3", "table16"):
         if "DermaMNIST" not in tasks:
             return []
-        return _three_rows(plan, "DermaMNIST", "DP-SGD we evaluated", metric="validation" if table == "table3" else "test")
+        return _three_rows(
+            plan, "DermaMNIST", "DP-SGD we evaluated", metric="validation" if table == "table3" else "test"
+        )
     if table == "table6":
         return [RunRow("Accuracy(%)", _by_epsilon(plan.cells(MAIN_TASK, main, "none")))]
     if table == "table10":
@@ -68,7 +76,13 @@ def table_rows(plan: DPRandPPlan, table: str) -> list[RunRow]:
             RunRow(COLD_ROW, _by_epsilon(plan.cells(MAIN_TASK, None, "none"))),
         ]
     if table == "table25":
-        return [RunRow("Accuracy (%)", {f"phase2_steps={p}": runs for p, runs in plan.sweep_runs("table25", None).items()}, sweep=True)]
+        return [
+            RunRow(
+                "Accuracy (%)",
+                {f"phase2_steps={p}": runs for p, runs in plan.sweep_runs("table25", None).items()},
+                sweep=True,
+            )
+        ]
     raise KeyError(table)
 
 
@@ -89,8 +103,12 @@ def table11_rows(plan: DPRandPPlan) -> list[RunRow]:
         init = plan.phase1_run(method=method)
         seeds = plan.seeds if method == plan.method else plan.ablation_seeds
         label = METHOD_LABELS[method]
-        rows.append(RunRow(f"{label} / {WARM_FULL}", _by_epsilon(plan.cells(MAIN_TASK, init, "schedule", epsilons, seeds))))
-        rows.append(RunRow(f"{label} / {WARM_NO_PHASE2}", _by_epsilon(plan.cells(MAIN_TASK, init, "none", epsilons, seeds))))
+        rows.append(
+            RunRow(f"{label} / {WARM_FULL}", _by_epsilon(plan.cells(MAIN_TASK, init, "schedule", epsilons, seeds)))
+        )
+        rows.append(
+            RunRow(f"{label} / {WARM_NO_PHASE2}", _by_epsilon(plan.cells(MAIN_TASK, init, "none", epsilons, seeds)))
+        )
     rows.append(RunRow(COLD_ROW, _by_epsilon(plan.cells(MAIN_TASK, None, "none", epsilons))))
     return rows
 
@@ -109,7 +127,9 @@ def table12_rows(plan: DPRandPPlan) -> list[RunRow]:
         for label, model in table12_models(plan).items():
             init = plan.phase1_run(model=model)
             seeds = plan.seeds if model == plan.model else plan.ablation_seeds
-            rows.append(RunRow(f"{variant} / {label}", _by_epsilon(plan.cells(MAIN_TASK, init, phase2, epsilons, seeds))))
+            rows.append(
+                RunRow(f"{variant} / {label}", _by_epsilon(plan.cells(MAIN_TASK, init, phase2, epsilons, seeds)))
+            )
     return rows
 
 

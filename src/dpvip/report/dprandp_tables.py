@@ -37,7 +37,12 @@ TITLES = {
     "dprandp_table24": "DP-RandP Table 24: the importance of the phases, CIFAR-10 test accuracy (%)",
     "dprandp_table25": "DP-RandP Table 25: two-stage training from random initialisation, CIFAR-10 test accuracy (%)",
 }
-TABLE_TASK = {"table1": "CIFAR-10", "table2": "CIFAR-100", "table3": "DermaMNIST", "table16": "DermaMNIST"}  # others: MAIN_TASK
+TABLE_TASK = {
+    "table1": "CIFAR-10",
+    "table2": "CIFAR-100",
+    "table3": "DermaMNIST",
+    "table16": "DermaMNIST",
+}  # others: MAIN_TASK
 HYPERPARAMETERS = {"CIFAR-10": "table13", "CIFAR-100": "table14", "DermaMNIST": "table15"}
 PAPER_BATCH = {"CIFAR-10": 4096, "CIFAR-100": 4096, "DermaMNIST": 1024}
 PAPER_AUGMULT = 16
@@ -141,7 +146,9 @@ def _paper(printed: pd.DataFrame, label: str, column: str) -> float:
     return math.nan
 
 
-def dprandp_table(table: str, plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFrame, scale: str = "embedded") -> tuple[pd.DataFrame, str, list[str]]:
+def dprandp_table(
+    table: str, plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFrame, scale: str = "embedded"
+) -> tuple[pd.DataFrame, str, list[str]]:
     """(frame, title, notes) of one table ('table1' or 'dprandp_table1')."""
     name = table.removeprefix("dprandp_")
     printed = paper_table(paper_values, "dprandp", name)
@@ -169,7 +176,16 @@ def dprandp_table(table: str, plan: DPRandPPlan, results: dict[str, dict], paper
 
 
 # --- notes ------------------------------------------------------------------------------------
-def table_notes(name: str, plan: DPRandPPlan, rows: list[RunRow], results: dict[str, dict], paper_values: pd.DataFrame, scale: str, frame: pd.DataFrame, paper_columns: list[str]) -> list[str]:
+def table_notes(
+    name: str,
+    plan: DPRandPPlan,
+    rows: list[RunRow],
+    results: dict[str, dict],
+    paper_values: pd.DataFrame,
+    scale: str,
+    frame: pd.DataFrame,
+    paper_columns: list[str],
+) -> list[str]:
     task = TABLE_TASK.get(name, MAIN_TASK)
     metric = rows[0].metric if rows else "test"
     scale_note = (
@@ -179,7 +195,9 @@ def table_notes(name: str, plan: DPRandPPlan, rows: list[RunRow], results: dict[
     notes = [scale_note]
     notes += stand_in_notes(results)
     if task in plan.tasks and plan.source_task(task) != task:
-        notes.append(f"{task} is shown with {plan.source_task(task)}'s runs (dprandp.private.tasks.{task}.runs_of): the same stand-in data and schedule.")
+        notes.append(
+            f"{task} is shown with {plan.source_task(task)}'s runs (dprandp.private.tasks.{task}.runs_of): the same stand-in data and schedule."
+        )
     notes.append(model_note(name, plan))
     runs = runs_of(rows)
     notes += schedule_notes(task, runs, results, paper_values)
@@ -195,7 +213,11 @@ def table_notes(name: str, plan: DPRandPPlan, rows: list[RunRow], results: dict[
 def model_note(name: str, plan: DPRandPPlan) -> str:
     note = f"Model: ours {plan.model} (Phase I: {plan.method} on our {plan.dataset} images); the paper's {PAPER_MODEL}."
     if name == "table12":
-        note += " Table 12: " + "; ".join(f"our {ours} stands in for {paper}" for paper, ours in table12_models(plan).items()) + "."
+        note += (
+            " Table 12: "
+            + "; ".join(f"our {ours} stands in for {paper}" for paper, ours in table12_models(plan).items())
+            + "."
+        )
     if name == "table10":
         note += " Table 10's cells are Phase II only (private linear probing for all the steps) from a Phase I on each of our synthetic sets; the paper's: 100 steps of linear probing at ε = 1."
     return note
@@ -206,7 +228,9 @@ def _unique(values, digits: int = 3) -> str:
     return "/".join(f"{v:g}" for v in kept) or "?"
 
 
-def schedule_notes(task: str, runs: list[PrivateRun], results: dict[str, dict], paper_values: pd.DataFrame) -> list[str]:
+def schedule_notes(
+    task: str, runs: list[PrivateRun], results: dict[str, dict], paper_values: pd.DataFrame
+) -> list[str]:
     """Batch size, augmult, and per epsilon our steps and sigma beside the paper's (Tables 13-15)."""
     done = [(run, results[run.path]) for run in dict.fromkeys(runs) if run.path in results]
     if not done:
@@ -221,18 +245,30 @@ def schedule_notes(task: str, runs: list[PrivateRun], results: dict[str, dict], 
     for epsilon in sorted({run.epsilon for run, _ in done}):
         at = [(run, r) for run, r in done if run.epsilon == epsilon]
         column = f"epsilon={epsilon_label(epsilon)}"
-        sigma = "no noise (σ 0)" if math.isinf(epsilon) else f"σ {_unique(r['privacy']['noise_multiplier'] for _, r in at)} (sample rate {_unique(r['privacy']['sample_rate'] for _, r in at)})"
+        sigma = (
+            "no noise (σ 0)"
+            if math.isinf(epsilon)
+            else f"σ {_unique(r['privacy']['noise_multiplier'] for _, r in at)} (sample rate {_unique(r['privacy']['sample_rate'] for _, r in at)})"
+        )
         ours = f"ours {_unique(r['steps'] for _, r in at)} steps (Phase II: {_unique(run.phase2_steps for run, _ in at)}), {sigma}"
         if column in hyper.columns:
             paper = f"{hyper.at['Total Steps', column]:g} steps (Phase II: {hyper.at['Steps in Phase II', column]:g}), σ {hyper.at['σ', column]:g}"
         else:
             paper = "not listed"
-        notes.append(f"ε = {epsilon_label(epsilon)}: {ours}; paper ({HYPERPARAMETERS[task].replace('table', 'Table ')}) {paper}.")
+        notes.append(
+            f"ε = {epsilon_label(epsilon)}: {ours}; paper ({HYPERPARAMETERS[task].replace('table', 'Table ')}) {paper}."
+        )
     return notes
 
 
 def sweep_note(runs: list[PrivateRun], results: dict[str, dict]) -> str:
-    pairs = sorted({(run.phase2_steps, epochs(run.phase2_steps, results[run.path]), results[run.path]["steps"]) for run in runs if run.path in results})
+    pairs = sorted(
+        {
+            (run.phase2_steps, epochs(run.phase2_steps, results[run.path]), results[run.path]["steps"])
+            for run in runs
+            if run.path in results
+        }
+    )
     shown = ", ".join(f"{p} steps → {number(e)}" for p, e, _ in pairs)
     whole = [f"{number(e)} ({p} steps)" for p, e, total in pairs if p == total]
     return (
@@ -256,7 +292,12 @@ def missing_notes(name: str, frame: pd.DataFrame, paper_columns: list[str], runs
     if empty_columns:
         why = ""
         if all(c.startswith("epsilon=") for c in empty_columns):
-            why = f" (our runs here are at ε = {', '.join(epsilon_label(e) for e in sorted({r.epsilon for r in runs}))})"
+            why = (
+                f" (our runs here are at ε = {', '.join(epsilon_label(e) for e in sorted({r.epsilon for r in runs}))})"
+            )
         parts.append(f"columns {', '.join(empty_columns)}{why}")
-    reason = NOT_REPRODUCED.get(name, "outside our configured runs (dprandp.private.tasks and dprandp.ablations); runs without a result also stay empty")
+    reason = NOT_REPRODUCED.get(
+        name,
+        "outside our configured runs (dprandp.private.tasks and dprandp.ablations); runs without a result also stay empty",
+    )
     return [f"Rows/columns without ours are not reproduced: {'; '.join(parts)} — {reason}."]

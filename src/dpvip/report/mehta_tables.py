@@ -66,12 +66,16 @@ def _table4(paper: pd.DataFrame, cells: dict) -> pd.DataFrame:
     rows = []
     for change in paper.index:
         ours = _value(cells.get((change, "Accuracy")))
-        rows.append({
-            "Change": change,
-            "Accuracy (paper)": paper.loc[change].get("Accuracy", NAN), "Delta (paper)": paper.loc[change].get("Delta", NAN),
-            "Accuracy (ours)": ours, "Delta (ours)": NAN if change == "No change" else ours - base,
-            "lr (ours)": cells[(change, "Accuracy")].lr if (change, "Accuracy") in cells else NAN,
-        })
+        rows.append(
+            {
+                "Change": change,
+                "Accuracy (paper)": paper.loc[change].get("Accuracy", NAN),
+                "Delta (paper)": paper.loc[change].get("Delta", NAN),
+                "Accuracy (ours)": ours,
+                "Delta (ours)": NAN if change == "No change" else ours - base,
+                "lr (ours)": cells[(change, "Accuracy")].lr if (change, "Accuracy") in cells else NAN,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -92,8 +96,16 @@ def _privacy_note(cells: dict) -> str:
         privacy = cell.privacy
         if privacy:
             key = (cell.settings["batch_fraction"], privacy["planned_steps"])
-            sigmas[key] = (privacy["noise_multiplier"], privacy["epsilon_spent"], privacy["delta"], privacy["accountant"])
-    parts = [f"q {q:g}, T {t}: sigma {s:.3g} (epsilon {e:.3g} at delta {d:.1e}, {a})" for (q, t), (s, e, d, a) in sorted(sigmas.items())]
+            sigmas[key] = (
+                privacy["noise_multiplier"],
+                privacy["epsilon_spent"],
+                privacy["delta"],
+                privacy["accountant"],
+            )
+    parts = [
+        f"q {q:g}, T {t}: sigma {s:.3g} (epsilon {e:.3g} at delta {d:.1e}, {a})"
+        for (q, t), (s, e, d, a) in sorted(sigmas.items())
+    ]
     return "Noise, calibrated before training: " + "; ".join(parts) if parts else "No private run."
 
 
@@ -106,14 +118,20 @@ def _lr_note(cells: dict) -> str:
 def _not_reproduced(paper: pd.DataFrame, models: dict) -> list[str]:
     notes = []
     if any(_model(r)[1] == "Full" for r in paper.index):
-        notes.append("Full fine-tuning rows keep the paper's value only: this stage trains the last layer on cached features (ViP's DP fine-tuning of a whole encoder is in vip_table5).")
+        notes.append(
+            "Full fine-tuning rows keep the paper's value only: this stage trains the last layer on cached features (ViP's DP fine-tuning of a whole encoder is in vip_table5)."
+        )
     missing = sorted({_model(r)[0] for r in paper.index if _model(r)[1] == "Last layer" and _model(r)[0] not in models})
     if missing:
-        notes.append(f"No stand-in for {', '.join(missing)}: the paper's JFT-300M/JFT-4B networks are not public and no network here plays their part; their rows keep the paper's value.")
+        notes.append(
+            f"No stand-in for {', '.join(missing)}: the paper's JFT-300M/JFT-4B networks are not public and no network here plays their part; their rows keep the paper's value."
+        )
     return notes
 
 
-def mehta_table(table: str, results: dict, values: pd.DataFrame, section: dict, scale: str) -> tuple[pd.DataFrame, str, list[str]]:
+def mehta_table(
+    table: str, results: dict, values: pd.DataFrame, section: dict, scale: str
+) -> tuple[pd.DataFrame, str, list[str]]:
     """(frame, title, notes) of Mehta et al.'s `table` from its study's result file."""
     paper = paper_table(values, "mehta", table)
     cells = study_cells(results)
@@ -139,7 +157,13 @@ def mehta_table(table: str, results: dict, values: pd.DataFrame, section: dict, 
         *_not_reproduced(paper, models),
     ]
     if table == "table3":
-        notes.append("The paper's larger networks have no stand-in here; the 'Ours:' rows are every backbone of this workflow at the largest batch, so the table still shows how our backbones compare.")
+        notes.append(
+            "The paper's larger networks have no stand-in here; the 'Ours:' rows are every backbone of this workflow at the largest batch, so the table still shows how our backbones compare."
+        )
     if table == "table4":
-        notes.append(f"Resolution rows: the paper's {mehta['table4']['paper_resolution']} px is our {section['backbones'][mehta['main']]['image_size']} px; " + ", ".join(f"{k} -> {v} px" for k, v in mehta['table4']['resolutions'].items()) + ". The paper prints 'Random Chance' for the LeCun normal initialisation.")
+        notes.append(
+            f"Resolution rows: the paper's {mehta['table4']['paper_resolution']} px is our {section['backbones'][mehta['main']]['image_size']} px; "
+            + ", ".join(f"{k} -> {v} px" for k, v in mehta["table4"]["resolutions"].items())
+            + ". The paper prints 'Random Chance' for the LeCun normal initialisation."
+        )
     return frame, TITLES[table], notes

@@ -6,7 +6,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-def loss_curves(runs: dict[str, list[dict]], title: str, x: str = "epoch", x_label: str = "epoch", legend: str = "model") -> plt.Figure:
+def loss_curves(
+    runs: dict[str, list[dict]], title: str, x: str = "epoch", x_label: str = "epoch", legend: str = "model"
+) -> plt.Figure:
     """Training loss (and learning rate, lighter, on a second axis) against `x`, per run."""
     figure, loss_axis = plt.subplots(figsize=(6.4, 4.0))
     lr_axis = loss_axis.twinx()

@@ -12,9 +12,23 @@ from pathlib import Path
 from dpvip.files import read_benchmark
 
 PACKAGES = (
-    "dpvip", "torch", "torchvision", "timm", "opacus", "dp-accounting", "webdataset",
-    "numpy", "scipy", "pandas", "matplotlib", "pycocotools", "scikit-learn",
-    "scikit-image", "snakemake", "snakemake-executor-plugin-slurm", "img2dataset",
+    "dpvip",
+    "torch",
+    "torchvision",
+    "timm",
+    "opacus",
+    "dp-accounting",
+    "webdataset",
+    "numpy",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "pycocotools",
+    "scikit-learn",
+    "scikit-image",
+    "snakemake",
+    "snakemake-executor-plugin-slurm",
+    "img2dataset",
 )
 
 

@@ -20,12 +20,18 @@ def render_report(snakefile: str, workdir: str, config: dict, targets: list[str]
         yaml.safe_dump(config, handle)
         configfile = handle.name
     command = [
-        sys.executable, "-m", "snakemake",
-        "--snakefile", snakefile,
-        "--directory", workdir,
-        "--configfile", configfile,
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        snakefile,
+        "--directory",
+        workdir,
+        "--configfile",
+        configfile,
         "--nolock",
-        "--report", str(Path(report).resolve()),
+        "--report",
+        str(Path(report).resolve()),
         *targets,
     ]
     try:

@@ -34,9 +34,7 @@ def write_table(frame: pd.DataFrame, csv_path: str | Path, title: str, notes: li
     frame.to_csv(csv_path, index=False)
     readable = _formatted(frame, digits)
     notes_md = "\n".join(f"- {note}" for note in notes)
-    csv_path.with_suffix(".md").write_text(
-        f"# {title}\n\n{notes_md}\n\n{readable.to_markdown(index=False)}\n"
-    )
+    csv_path.with_suffix(".md").write_text(f"# {title}\n\n{notes_md}\n\n{readable.to_markdown(index=False)}\n")
     latex = readable.to_latex(index=False, caption=title, escape=True, longtable=True)
     notes_tex = "".join(f"% {note}\n" for note in notes)
     csv_path.with_suffix(".tex").write_text(notes_tex + latex)

@@ -31,7 +31,9 @@ def _cell(runs: list[dict]) -> Cell:
     by_lr = defaultdict(list)
     for run in runs:
         by_lr[run["settings"]["lr"]].append(run)
-    lr, chosen = max(by_lr.items(), key=lambda item: (statistics.fmean(r["result"]["accuracy"] for r in item[1]), -item[0]))
+    lr, chosen = max(
+        by_lr.items(), key=lambda item: (statistics.fmean(r["result"]["accuracy"] for r in item[1]), -item[0])
+    )
     values = [r["result"]["accuracy"] for r in chosen]
     std = statistics.stdev(values) if len(values) > 1 else math.nan
     return Cell(statistics.fmean(values), std, lr, len(values), chosen)
@@ -51,7 +53,9 @@ def lr_curve(results: dict, row: str) -> list[tuple[float, float, float]]:
     for run in results["runs"]:
         if run["row"] == row:
             groups[run["settings"]["lr"]].append(run["result"]["accuracy"])
-    return [(lr, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else math.nan) for lr, v in sorted(groups.items())]
+    return [
+        (lr, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else math.nan) for lr, v in sorted(groups.items())
+    ]
 
 
 def feature_note(results: dict) -> str:

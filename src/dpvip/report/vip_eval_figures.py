@@ -18,7 +18,9 @@ def _bars(axis, groups: list[str], series: dict[str, list[float]], ylabel: str, 
     x = np.arange(len(groups))
     for position, (name, heights) in enumerate(series.items()):
         hatch = "//" if name.endswith("(ours)") else None
-        bars = axis.bar(x + (position - (len(series) - 1) / 2) * width, np.nan_to_num(heights), width, label=name, hatch=hatch)
+        bars = axis.bar(
+            x + (position - (len(series) - 1) / 2) * width, np.nan_to_num(heights), width, label=name, hatch=hatch
+        )
         axis.bar_label(bars, labels=["—" if np.isnan(h) else f"{h:.1f}" for h in heights], fontsize=6)
     axis.set_xticks(x, groups, fontsize=8)
     axis.set_ylabel(ylabel)
@@ -26,7 +28,9 @@ def _bars(axis, groups: list[str], series: dict[str, list[float]], ylabel: str, 
     axis.legend(fontsize=6)
 
 
-def figure1(values: pd.DataFrame, probe: dict[str, float], coco: dict[str, float], ours_probe: str, ours_coco: str) -> plt.Figure:
+def figure1(
+    values: pd.DataFrame, probe: dict[str, float], coco: dict[str, float], ours_probe: str, ours_coco: str
+) -> plt.Figure:
     """`probe`: {dataset: top-1 %} of our largest ViP (`ours_probe` names it); `coco`:
     {'COCO AP box'/'COCO AP mask': AP} of our main ViP (`ours_coco`)."""
     table1, table9, table4 = (paper_table(values, "vip", t) for t in ("table1", "table9", "table4"))
@@ -45,17 +49,35 @@ def figure1(values: pd.DataFrame, probe: dict[str, float], coco: dict[str, float
     return figure
 
 
-def figure5(lines: dict[str, dict[float, dict[str, float]]], metrics: list[str], paper_sizes: dict[str, dict[float, float]] | None = None) -> plt.Figure:
+def figure5(
+    lines: dict[str, dict[float, dict[str, float]]],
+    metrics: list[str],
+    paper_sizes: dict[str, dict[float, float]] | None = None,
+) -> plt.Figure:
     """`lines`: {initialisation: {MAE parameters (M): {metric: value}}}; one panel per
     metric; `paper_sizes` ({metric: {parameters: value}}) adds Table 9's ViP-S/B/L points."""
     figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
     for axis, metric in zip(axes[0], metrics):
         for name, points in lines.items():
             sizes = sorted(points)
-            axis.plot(sizes, [points[s].get(metric, np.nan) for s in sizes], marker="o", label=f"{name} (ours)", color="grey" if "random" in name else "tab:blue")
+            axis.plot(
+                sizes,
+                [points[s].get(metric, np.nan) for s in sizes],
+                marker="o",
+                label=f"{name} (ours)",
+                color="grey" if "random" in name else "tab:blue",
+            )
         if paper_sizes and metric in paper_sizes:
             sizes = sorted(paper_sizes[metric])
-            axis.plot(sizes, [paper_sizes[metric][s] for s in sizes], marker="s", linestyle="--", color="tab:blue", alpha=0.5, label="(Syn)-ViP init (paper, Table 9)")
+            axis.plot(
+                sizes,
+                [paper_sizes[metric][s] for s in sizes],
+                marker="s",
+                linestyle="--",
+                color="tab:blue",
+                alpha=0.5,
+                label="(Syn)-ViP init (paper, Table 9)",
+            )
         axis.set_xscale("log")
         axis.set_xlabel("MAE parameters (M)")
         axis.set_ylabel(f"{metric} top-1 (%)")

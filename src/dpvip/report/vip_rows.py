@@ -17,7 +17,18 @@ from dataclasses import dataclass, field
 
 from dpvip.train.dp_runs import DPRun
 
-VIP_TABLES = ("vip_table1", "vip_table2", "vip_table4", "vip_table5", "vip_table6", "vip_table7", "vip_table8", "vip_table9", "vip_table10", "vip_table11")
+VIP_TABLES = (
+    "vip_table1",
+    "vip_table2",
+    "vip_table4",
+    "vip_table5",
+    "vip_table6",
+    "vip_table7",
+    "vip_table8",
+    "vip_table9",
+    "vip_table10",
+    "vip_table11",
+)
 PROBE_COLUMN = "ImageNet-1K"  # Tables 8 and 11 and Figure 5 report the ImageNet-1K probe
 SIZE_LETTERS = {"small": "S", "base": "B", "large": "L"}  # Table 9's row names
 
@@ -80,16 +91,24 @@ def table_rows(table: str, columns: list[str], ours: Backbones, examples: dict[s
     elif table == "vip_table6":
         pairs = [("(Syn)-ViP", syn), ("ViP / LAION-233M", vip)]
     elif table == "vip_table8":
-        by_epsilon = {run.point: run.name for run in ours.of("epsilon")} | {ours.runs[vip].values.get("epsilon", 8.0): vip}
+        by_epsilon = {run.point: run.name for run in ours.of("epsilon")} | {
+            ours.runs[vip].values.get("epsilon", 8.0): vip
+        }
         cells = {f"epsilon = {epsilon:.1f}": (name, PROBE_COLUMN) for epsilon, name in sorted(by_epsilon.items())}
         return [Row("ViP-LAION", cells)]
     elif table == "vip_table9":
         pairs = [(_size_label("(Syn)-ViP", m), f"syn_vip_{m}") for m in ours.syn_vip]
-        pairs += [(_size_label("ViP", run.model), run.name) for run in ours.runs.values() if run.ablation in ("main", "model_size")]
+        pairs += [
+            (_size_label("ViP", run.model), run.name)
+            for run in ours.runs.values()
+            if run.ablation in ("main", "model_size")
+        ]
     elif table == "vip_table10":
         data = [*ours.of("dataset_size"), ours.runs[vip]]
         pairs = [("(Syn)-ViP", syn)]
-        pairs += [(f"ViP / data {_count(examples.get(run.name, run.values.get('examples')))}", run.name) for run in data]
+        pairs += [
+            (f"ViP / data {_count(examples.get(run.name, run.values.get('examples')))}", run.name) for run in data
+        ]
         batches = sorted([*ours.of("batch_size"), ours.runs[vip]], key=lambda run: run.values.get("batch_size", 0))
         pairs += [(f"ViP / batch {run.values.get('batch_size')}", run.name) for run in batches]
     elif table == "vip_table11":

@@ -38,7 +38,9 @@ def ours_by_backbone(results: list[dict]) -> dict[str, dict[str, float]]:
     return merged
 
 
-def run_facts(runs: dict[str, DPRun], privacy: dict[str, dict], parameters: dict[str, float]) -> dict[str, dict[str, float]]:
+def run_facts(
+    runs: dict[str, DPRun], privacy: dict[str, dict], parameters: dict[str, float]
+) -> dict[str, dict[str, float]]:
     """Table 9-11's descriptive columns of each DP run, from its ledger and settings;
     `parameters` ({backbone: millions}) fills '# parameters'."""
     from dpvip.models import mae_size, mae_variant
@@ -82,11 +84,17 @@ def vip_table(table: str, values: pd.DataFrame, rows: list[Row], ours: dict[str,
 
 def stand_in_notes(results: list[dict], scale: str) -> list[str]:
     """The scale, and which data each evaluated dataset was (the stand-ins named)."""
-    notes = [f"Scale: {scale}. '(ours)' is this workflow's run; an empty cell is not reproduced at this scale or by this workflow."]
+    notes = [
+        f"Scale: {scale}. '(ours)' is this workflow's run; an empty cell is not reproduced at this scale or by this workflow."
+    ]
     seen = {}
     for result in results:
         evaluation, data = result["evaluation"], result.get("data", {})
         name = evaluation.get("dataset") or {"coco": "COCO 2017", "ade20k": "ADE20K"}.get(evaluation["task"])
         if name and name not in seen:
-            seen[name] = f"{name}: {data['stand_in']} stands in ({data.get('train', '?')} train / {data.get('test', '?')} test)" if data.get("stand_in") else f"{name}: the configured data ({data.get('train', '?')} train / {data.get('test', '?')} test)"
+            seen[name] = (
+                f"{name}: {data['stand_in']} stands in ({data.get('train', '?')} train / {data.get('test', '?')} test)"
+                if data.get("stand_in")
+                else f"{name}: the configured data ({data.get('train', '?')} train / {data.get('test', '?')} test)"
+            )
     return notes + sorted(seen.values())

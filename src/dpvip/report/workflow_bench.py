@@ -42,7 +42,15 @@ def job_times(results: Path) -> list[JobTime]:
             continue
         relative = path.relative_to(benchmarks).with_suffix("")
         stage = relative.parts[0] if len(relative.parts) > 1 else "other"
-        jobs.append(JobTime(relative.as_posix(), stage, record["seconds"], _startup(logs / relative.with_suffix(".log")), path.stat().st_mtime))
+        jobs.append(
+            JobTime(
+                relative.as_posix(),
+                stage,
+                record["seconds"],
+                _startup(logs / relative.with_suffix(".log")),
+                path.stat().st_mtime,
+            )
+        )
     return jobs
 
 
@@ -124,7 +132,9 @@ def format_summary(summary: dict) -> str:
         f"{'stage':<14}{'jobs':>6}{'job s':>9}{'start-up s':>12}{'share':>8}",
     ]
     for stage, totals in sorted(summary["stages"].items(), key=lambda item: -item[1]["job_seconds"]):
-        lines.append(f"{stage:<14}{totals['jobs']:>6}{totals['job_seconds']:>9.1f}{totals['startup_seconds']:>12.1f}{_share(totals):>8}")
+        lines.append(
+            f"{stage:<14}{totals['jobs']:>6}{totals['job_seconds']:>9.1f}{totals['startup_seconds']:>12.1f}{_share(totals):>8}"
+        )
     lines += ["", f"the {len(summary['slowest'])} slowest jobs:"]
     for job in summary["slowest"]:
         startup = "?" if job["startup"] is None else f"{job['startup']:.1f}"

@@ -36,7 +36,9 @@ class BenchRow:
 
 def _render(family: str, resolution: int, start: int, stop: int, threads: int, options: dict) -> float:
     torch.set_num_threads(threads)
-    spec = DatasetSpec.from_config("bench", {"family": family, "images": stop, "resolution": resolution, "shard_size": stop, "options": options})
+    spec = DatasetSpec.from_config(
+        "bench", {"family": family, "images": stop, "resolution": resolution, "shard_size": stop, "options": options}
+    )
     generator = spec.generator()
     began = time.perf_counter()
     for _ in generator.images(start, stop):
@@ -58,7 +60,9 @@ def _split_seconds(family: str, resolution: int, images: int, processes: int, op
     barrier, results = context.Barrier(processes), context.Queue()
     per = -(-images // processes)
     workers = [
-        context.Process(target=_worker, args=((family, resolution, k * per, min(images, (k + 1) * per), options), barrier, results))
+        context.Process(
+            target=_worker, args=((family, resolution, k * per, min(images, (k + 1) * per), options), barrier, results)
+        )
         for k in range(processes)
     ]
     for worker in workers:
@@ -73,7 +77,15 @@ def bench_one(family: str, resolution: int, images: int, processes: int, options
     options = options or {}
     cores = torch.get_num_threads()
     _render(family, resolution, 0, min(images, 8), cores, options)  # warm-up: imports, allocator, caches
-    rows = [BenchRow(family, resolution, images, f"1 process x {cores} threads", _render(family, resolution, 0, images, cores, options))]
+    rows = [
+        BenchRow(
+            family,
+            resolution,
+            images,
+            f"1 process x {cores} threads",
+            _render(family, resolution, 0, images, cores, options),
+        )
+    ]
     if processes > 1:
         seconds = _split_seconds(family, resolution, images, processes, options)
         rows.append(BenchRow(family, resolution, images, f"{processes} processes x 1 thread", seconds))
@@ -96,7 +108,9 @@ def format_rows(rows: list[BenchRow]) -> str:
     for row in rows:
         authors = AUTHORS_IMAGES_PER_SECOND_128.get(row.family) if row.resolution == 128 else None
         versus = f"{row.images_per_second / authors:9.1f}x" if authors else f"{'':>10}"
-        lines.append(f"{row.family:<18} {row.resolution:>4} {row.images:>6} {row.images_per_second:9.1f}  {versus}  {row.mode}")
+        lines.append(
+            f"{row.family:<18} {row.resolution:>4} {row.images:>6} {row.images_per_second:9.1f}  {versus}  {row.mode}"
+        )
     return "\n".join(lines)
 
 

@@ -26,7 +26,9 @@ def radii(rng: np.random.Generator, count: int, r_min: float, r_max: float) -> n
     return (low - rng.random(count) * (low - high)) ** -0.5
 
 
-def _inside(kind: int, x: np.ndarray, y: np.ndarray, radius: float, angle: float, aspect: float, corners: np.ndarray) -> np.ndarray:
+def _inside(
+    kind: int, x: np.ndarray, y: np.ndarray, radius: float, angle: float, aspect: float, corners: np.ndarray
+) -> np.ndarray:
     """Mask of the pixels (offsets x, y from the centre) inside one shape."""
     if kind == 0:
         return x * x + y * y <= radius * radius
@@ -49,7 +51,9 @@ def _inside(kind: int, x: np.ndarray, y: np.ndarray, radius: float, angle: float
 class DeadLeavesFamily(ImageFamily):
     name = "dead_leaves"
 
-    def __init__(self, resolution: int, seed: int = 0, device: str = "cpu", r_min: float = 0.03, r_max: float = 1.0) -> None:
+    def __init__(
+        self, resolution: int, seed: int = 0, device: str = "cpu", r_min: float = 0.03, r_max: float = 1.0
+    ) -> None:
         super().__init__(resolution, seed, device)
         if not 0 < r_min < r_max:
             raise ValueError(f"dead_leaves needs 0 < r_min < r_max (got {r_min}, {r_max})")
@@ -75,13 +79,13 @@ class DeadLeavesFamily(ImageFamily):
             lo_y = np.clip(np.floor((cy - rs) * size).astype(int), 0, size)
             hi_y = np.clip(np.ceil((cy + rs) * size).astype(int), 0, size)
             for k in range(count):
-                window = free[lo_y[k]:hi_y[k], lo_x[k]:hi_x[k]]
+                window = free[lo_y[k] : hi_y[k], lo_x[k] : hi_x[k]]
                 if not window.any():
                     continue
-                x = self.centres[lo_x[k]:hi_x[k]][None, :] - cx[k]
-                y = self.centres[lo_y[k]:hi_y[k]][:, None] - cy[k]
+                x = self.centres[lo_x[k] : hi_x[k]][None, :] - cx[k]
+                y = self.centres[lo_y[k] : hi_y[k]][:, None] - cy[k]
                 paint = _inside(kinds[k], x, y, rs[k], angles[k], aspects[k], corners[k]) & window
-                canvas[lo_y[k]:hi_y[k], lo_x[k]:hi_x[k]][paint] = colours[k]
+                canvas[lo_y[k] : hi_y[k], lo_x[k] : hi_x[k]][paint] = colours[k]
                 window[paint] = False
                 left -= int(paint.sum())
                 if not left:

@@ -25,7 +25,9 @@ class LatticeNoise:
             self.values = torch.as_tensor(rng.uniform(-1, 1, TABLE), dtype=torch.float32, device=device)
         else:
             angles = rng.uniform(0, 2 * math.pi, TABLE)
-            self.gradients = torch.as_tensor(np.stack([np.cos(angles), np.sin(angles)], 1), dtype=torch.float32, device=device)
+            self.gradients = torch.as_tensor(
+                np.stack([np.cos(angles), np.sin(angles)], 1), dtype=torch.float32, device=device
+            )
 
     def hash(self, ix: torch.Tensor, iy: torch.Tensor) -> torch.Tensor:
         return self.perm[(self.perm[ix % TABLE] + iy) % TABLE]
@@ -54,7 +56,9 @@ class LatticeNoise:
         return (bottom + v * (top - bottom)) * scale
 
 
-def fbm(noise: LatticeNoise, x: torch.Tensor, y: torch.Tensor, octaves: int, lacunarity: float = 2.0, gain: float = 0.5) -> torch.Tensor:
+def fbm(
+    noise: LatticeNoise, x: torch.Tensor, y: torch.Tensor, octaves: int, lacunarity: float = 2.0, gain: float = 0.5
+) -> torch.Tensor:
     """Fractal Brownian motion: octaves of `noise` at growing frequency and shrinking amplitude."""
     total = torch.zeros_like(x)
     amplitude, frequency, norm = 1.0, 1.0, 0.0

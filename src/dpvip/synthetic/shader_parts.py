@@ -112,8 +112,11 @@ class Fractal:
 
     def __call__(self, x, y, t):
         field = fbm(
-            self.noise, x * self.frequency + self.velocity[0] * t, y * self.frequency + self.velocity[1] * t,
-            self.octaves, gain=self.gain,
+            self.noise,
+            x * self.frequency + self.velocity[0] * t,
+            y * self.frequency + self.velocity[1] * t,
+            self.octaves,
+            gain=self.gain,
         )
         return 1 - 2 * torch.abs(field) if self.ridged else field
 
@@ -130,8 +133,7 @@ class Waves:
 
     def __call__(self, x, y, t):
         return sum(
-            torch.sin(kx * x + ky * y + (w * t + p))
-            for kx, ky, w, p in zip(self.kx, self.ky, self.omega, self.phase)
+            torch.sin(kx * x + ky * y + (w * t + p)) for kx, ky, w, p in zip(self.kx, self.ky, self.omega, self.phase)
         ) / len(self.kx)
 
 

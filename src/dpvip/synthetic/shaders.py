@@ -37,7 +37,9 @@ class Program:
         self.combiners = [(str(rng.choice(parts.COMBINERS)), rng.uniform(0.3, 1.5)) for _ in self.fields[1:]]
         self.banding = rng.uniform(1, 4) if rng.random() < 0.3 else None
         self.contrast = rng.uniform(0.4, 1.2)
-        self.palette = rng.uniform([[0.2] * 3, [0.2] * 3, [0.3] * 3, [0] * 3], [[0.8] * 3, [0.5] * 3, [1.5] * 3, [1] * 3])
+        self.palette = rng.uniform(
+            [[0.2] * 3, [0.2] * 3, [0.3] * 3, [0] * 3], [[0.8] * 3, [0.5] * 3, [1.5] * 3, [1] * 3]
+        )
         self.shading = parts.FIELDS[rng.integers(len(parts.FIELDS))](rng, device) if rng.random() < 0.5 else None
 
     def render(self, x: torch.Tensor, y: torch.Tensor, t: float) -> torch.Tensor:
@@ -50,7 +52,9 @@ class Program:
         value = _standardise(value) * self.contrast
         if self.banding is not None:
             value = value * self.banding - torch.floor(value * self.banding)
-        offset, amplitude, frequency, phase = (torch.as_tensor(row, dtype=value.dtype, device=value.device)[:, None, None] for row in self.palette)
+        offset, amplitude, frequency, phase = (
+            torch.as_tensor(row, dtype=value.dtype, device=value.device)[:, None, None] for row in self.palette
+        )
         colour = offset + amplitude * torch.cos(parts.TAU * (frequency * value + phase))
         if self.shading is not None:
             colour = colour * (0.55 + 0.45 * torch.tanh(_standardise(self.shading(x, y, t))))
@@ -60,7 +64,9 @@ class Program:
 class ShaderFamily(ImageFamily):
     name = "shaders"
 
-    def __init__(self, resolution: int, seed: int = 0, device: str = "cpu", programs: int = 21000, mix: int = 1) -> None:
+    def __init__(
+        self, resolution: int, seed: int = 0, device: str = "cpu", programs: int = 21000, mix: int = 1
+    ) -> None:
         super().__init__(resolution, seed, device)
         self.programs, self.mix = programs, mix
         centres = (torch.arange(resolution, dtype=torch.float32, device=self.device) + 0.5) / resolution * 2 - 1
@@ -89,4 +95,8 @@ class ShaderFamily(ImageFamily):
         ids, times, weights = self._components(index)
         if self.mix == 1:
             return {"program": ids[0], "time": round(times[0], 6)}
-        return {"programs": ids, "times": [round(t, 6) for t in times], "weights": [round(float(w), 6) for w in weights]}
+        return {
+            "programs": ids,
+            "times": [round(t, 6) for t in times],
+            "weights": [round(float(w), 6) for w in weights],
+        }

@@ -45,7 +45,9 @@ def write_shard(spec: DatasetSpec, shard: int, path: str | Path, device: str = "
     generator = spec.generator(device)
     shared = {"dataset": spec.name, "family": spec.family, "seed": spec.seed, "resolution": spec.resolution}
     written = 0
-    bar = tqdm(total=len(indices), desc=f"{spec.name} {shard_name(shard)}", unit="img", disable=not progress, mininterval=2)
+    bar = tqdm(
+        total=len(indices), desc=f"{spec.name} {shard_name(shard)}", unit="img", disable=not progress, mininterval=2
+    )
     with atomic_target(path) as partial, bar, wds.TarWriter(str(partial), mtime=0) as sink:
         for index, image in generator.images(indices.start, indices.stop):
             meta = json.dumps(shared | {"index": index} | generator.metadata(index), sort_keys=True)
@@ -92,7 +94,9 @@ def claim_folder(spec: DatasetSpec, folder: str | Path) -> None:
     record = writable_target(Path(folder) / "dataset.json")
     if record.exists():
         if json.loads(record.read_text()) != spec.describe():
-            raise DpvipInputError(f"{folder} holds a dataset generated with other settings ({record}); use another output folder")
+            raise DpvipInputError(
+                f"{folder} holds a dataset generated with other settings ({record}); use another output folder"
+            )
         return
     write_json(spec.describe(), record)
 

@@ -35,7 +35,9 @@ class DatasetSpec:
     def from_config(cls, name: str, values: dict) -> DatasetSpec:
         unknown = sorted(set(values) - set(SPEC_KEYS))
         if unknown:
-            raise DpvipInputError(f"synthetic dataset '{name}': unknown key '{unknown[0]}' (known: {', '.join(SPEC_KEYS)})")
+            raise DpvipInputError(
+                f"synthetic dataset '{name}': unknown key '{unknown[0]}' (known: {', '.join(SPEC_KEYS)})"
+            )
         missing = [key for key in ("family", "images", "resolution", "shard_size") if key not in values]
         if missing:
             raise DpvipInputError(f"synthetic dataset '{name}': missing key '{missing[0]}'")
@@ -54,15 +56,21 @@ class DatasetSpec:
         if not _integer(self.seed) or self.seed < 0:
             raise DpvipInputError(f"{where}: seed must be a non-negative integer (got {self.seed!r})")
         if not isinstance(self.options, dict):
-            raise DpvipInputError(f"{where}: options must be a mapping of option names to numbers (got {self.options!r})")
+            raise DpvipInputError(
+                f"{where}: options must be a mapping of option names to numbers (got {self.options!r})"
+            )
         if self.encoding not in ENCODINGS:
             raise DpvipInputError(f"{where}: encoding '{self.encoding}' is not one of {', '.join(ENCODINGS)}")
         info = FAMILIES[self.family]
         if info.power_of_two and self.resolution & (self.resolution - 1):
-            raise DpvipInputError(f"{where}: resolution must be a power of two for {self.family} (got {self.resolution})")
+            raise DpvipInputError(
+                f"{where}: resolution must be a power of two for {self.family} (got {self.resolution})"
+            )
         for key, value in self.options.items():
             if key not in info.options:
-                raise DpvipInputError(f"{where}: option '{key}' does not apply to {self.family} (options: {', '.join(info.options)})")
+                raise DpvipInputError(
+                    f"{where}: option '{key}' does not apply to {self.family} (options: {', '.join(info.options)})"
+                )
             kind = info.options[key]
             if not (_integer(value) or (kind is float and isinstance(value, float))) or value <= 0:
                 raise DpvipInputError(f"{where}: option {key} must be a positive {kind.__name__} (got {value!r})")
@@ -74,7 +82,9 @@ class DatasetSpec:
     def shard_range(self, shard: int) -> range:
         """Global image indices of shard `shard`."""
         if not 0 <= shard < self.shards:
-            raise DpvipInputError(f"synthetic dataset '{self.name}' has shards 0..{self.shards - 1} (asked for {shard})")
+            raise DpvipInputError(
+                f"synthetic dataset '{self.name}' has shards 0..{self.shards - 1} (asked for {shard})"
+            )
         start = shard * self.shard_size
         return range(start, min(start + self.shard_size, self.images))
 

@@ -56,7 +56,10 @@ class StyleGANOrientedFamily(ImageFamily):
         # (resolution, input channels, output channels) of each modulated conv, in order
         self.convs = [(4, self.channels[4], self.channels[4])]
         for low, high in zip(self.resolutions, self.resolutions[1:]):
-            self.convs += [(high, self.channels[low], self.channels[high]), (high, self.channels[high], self.channels[high])]
+            self.convs += [
+                (high, self.channels[low], self.channels[high]),
+                (high, self.channels[high], self.channels[high]),
+            ]
         self.bank = oriented_bank().to(self.device)
         self.bank_norms = self.bank.flatten(1).pow(2).sum(1)
         self._networks: dict[int, dict] = {}
@@ -71,8 +74,13 @@ class StyleGANOrientedFamily(ImageFamily):
             self._networks = {
                 network_id: {
                     "const": torch.randn(self.channels[4], 4, 4, generator=g),
-                    "conv_affine": [torch.randn(STYLE_DIM, c_in, generator=g) / math.sqrt(STYLE_DIM) for _, c_in, _ in self.convs],
-                    "rgb_affine": [torch.randn(STYLE_DIM, self.channels[r], generator=g) / math.sqrt(STYLE_DIM) for r in self.resolutions],
+                    "conv_affine": [
+                        torch.randn(STYLE_DIM, c_in, generator=g) / math.sqrt(STYLE_DIM) for _, c_in, _ in self.convs
+                    ],
+                    "rgb_affine": [
+                        torch.randn(STYLE_DIM, self.channels[r], generator=g) / math.sqrt(STYLE_DIM)
+                        for r in self.resolutions
+                    ],
                 }
             }
         return self._networks[network_id]
@@ -87,14 +95,21 @@ class StyleGANOrientedFamily(ImageFamily):
         net = self.network(index // self.rebuild_every)
         convs = []
         for (_, c_in, c_out), affine in zip(self.convs, net["conv_affine"]):
-            subset = torch.randperm(len(self.bank), generator=g)[: int(torch.randint(5, len(self.bank) + 1, (1,), generator=g))]
-            convs.append({
-                "style": self._style(g, affine),
-                "filters": subset[torch.randint(len(subset), (c_in,), generator=g)],
-                "scales": torch.randn(c_out, c_in, generator=g),
-                "bias": torch.rand(c_out, generator=g) * 0.4 - 0.2,
-            })
-        rgb = [{"style": self._style(g, affine), "weight": torch.randn(3, affine.shape[1], generator=g)} for affine in net["rgb_affine"]]
+            subset = torch.randperm(len(self.bank), generator=g)[
+                : int(torch.randint(5, len(self.bank) + 1, (1,), generator=g))
+            ]
+            convs.append(
+                {
+                    "style": self._style(g, affine),
+                    "filters": subset[torch.randint(len(subset), (c_in,), generator=g)],
+                    "scales": torch.randn(c_out, c_in, generator=g),
+                    "bias": torch.rand(c_out, generator=g) * 0.4 - 0.2,
+                }
+            )
+        rgb = [
+            {"style": self._style(g, affine), "weight": torch.randn(3, affine.shape[1], generator=g)}
+            for affine in net["rgb_affine"]
+        ]
         return {
             "const": net["const"],
             "convs": convs,
@@ -116,7 +131,9 @@ class StyleGANOrientedFamily(ImageFamily):
         batch, c_in, height, width = x.shape
         style, filters, scales, bias = (self._stack(draws, key) for key in ("style", "filters", "scales", "bias"))
         depthwise = self.bank[filters].reshape(batch * c_in, 1, 3, 3)
-        padded = F.pad((x * style[:, :, None, None]).reshape(1, batch * c_in, height, width), (1, 1, 1, 1), mode="reflect")
+        padded = F.pad(
+            (x * style[:, :, None, None]).reshape(1, batch * c_in, height, width), (1, 1, 1, 1), mode="reflect"
+        )
         z = F.conv2d(padded, depthwise, groups=batch * c_in).reshape(batch, c_in, height * width)
         mix = scales * style[:, None, :]
         demod = torch.rsqrt((mix.pow(2) * self.bank_norms[filters][:, None, :]).sum(2) + 1e-8)

@@ -34,7 +34,13 @@ def rng_states() -> dict:
     kind, keys, position, has_gauss, cached = np.random.get_state()
     states = {
         "torch": torch.get_rng_state(),
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "position": position, "has_gauss": has_gauss, "cached": cached},
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": position,
+            "has_gauss": has_gauss,
+            "cached": cached,
+        },
         "python": _plain(random.getstate()),
     }
     if torch.cuda.is_available():
@@ -45,7 +51,9 @@ def rng_states() -> dict:
 def restore_rng_states(states: dict) -> None:
     torch.set_rng_state(states["torch"])
     numpy = states["numpy"]
-    np.random.set_state((numpy["kind"], numpy["keys"].numpy().astype(np.uint32), numpy["position"], numpy["has_gauss"], numpy["cached"]))
+    np.random.set_state(
+        (numpy["kind"], numpy["keys"].numpy().astype(np.uint32), numpy["position"], numpy["has_gauss"], numpy["cached"])
+    )
     random.setstate(_tuples(states["python"]))
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])

@@ -33,11 +33,25 @@ class DPMAETraining(MAERun):
     stage = "dp_mae"
     description = "DP MAE training"
 
-    def __init__(self, settings: DPPretrainSettings, data_index: str | Path, run_dir: str | Path, init: str | Path | None = None, progress: bool = True):
+    def __init__(
+        self,
+        settings: DPPretrainSettings,
+        data_index: str | Path,
+        run_dir: str | Path,
+        init: str | Path | None = None,
+        progress: bool = True,
+    ):
         super().__init__(settings, data_index, run_dir, progress)
         examples = settings.examples_of(len(self.reader))
         self.sample_rate = settings.sample_rate(examples)
-        ledger = PrivacyLedger.calibrate(settings.accountant, self.sample_rate, settings.steps, settings.epsilon, settings.delta_for(examples), settings.clip_norm)
+        ledger = PrivacyLedger.calibrate(
+            settings.accountant,
+            self.sample_rate,
+            settings.steps,
+            settings.epsilon,
+            settings.delta_for(examples),
+            settings.clip_norm,
+        )
         self.init = Path(init) if init is not None else None
         self.initialised_fresh: list[str] = []
         if self.init is None:
@@ -48,12 +62,29 @@ class DPMAETraining(MAERun):
             self.initialised_fresh = loaded.get("initialised_fresh", [])
         self.init_fingerprint = sha256(self.init) if self.init else "random"  # once: checkpoints can be large
         clipper = ClippedGradientSum(self.model, settings.clip_norm)
-        self.optimizer = make_optimizer(settings.optimizer, clipper.params, settings.lr, settings.weight_decay, settings.betas, settings.momentum, settings.adam_eps)
-        self.scheduler = warmup_cosine(self.optimizer, settings.steps, min(settings.warmup_steps, settings.steps), settings.min_lr)
+        self.optimizer = make_optimizer(
+            settings.optimizer,
+            clipper.params,
+            settings.lr,
+            settings.weight_decay,
+            settings.betas,
+            settings.momentum,
+            settings.adam_eps,
+        )
+        self.scheduler = warmup_cosine(
+            self.optimizer, settings.steps, min(settings.warmup_steps, settings.steps), settings.min_lr
+        )
         on_gpu = self.dist.device.type == "cuda"
         self.dp_step = DPStep(
-            clipper, self.optimizer, ledger, examples, settings.seed, rank=self.dist.rank, world=self.dist.world,
-            all_reduce=self.dist.sum_tensor, autocast=lambda: torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu),
+            clipper,
+            self.optimizer,
+            ledger,
+            examples,
+            settings.seed,
+            rank=self.dist.rank,
+            world=self.dist.world,
+            all_reduce=self.dist.sum_tensor,
+            autocast=lambda: torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu),
         )
         self.sampler = self.dp_step.sampler  # the data loader's batches are the step's Poisson batches
         self.total_steps = settings.steps
@@ -76,7 +107,11 @@ class DPMAETraining(MAERun):
         self.dp_step.ledger = self.ledger.resumed(state["privacy"], state["step"], str(self.state_path))
 
     def log_fields(self) -> dict:
-        return {"epsilon": self.ledger.epsilon_spent(), "delta": self.ledger.delta, "noise_multiplier": self.ledger.noise_multiplier} | self.last
+        return {
+            "epsilon": self.ledger.epsilon_spent(),
+            "delta": self.ledger.delta,
+            "noise_multiplier": self.ledger.noise_multiplier,
+        } | self.last
 
     def final_record(self) -> dict:
         init = {"init": str(self.init) if self.init else "random", "initialised_fresh": self.initialised_fresh}
@@ -102,10 +137,19 @@ class DPMAETraining(MAERun):
     def finish(self) -> dict:
         record = super().finish()
         if self.dist.is_main:  # the ledger alone, for tables and figures that do not load torch
-            write_json(record["privacy"] | {"examples": record["examples"], "init": record["init"]}, self.run_dir / "privacy.json")
+            write_json(
+                record["privacy"] | {"examples": record["examples"], "init": record["init"]},
+                self.run_dir / "privacy.json",
+            )
         return record
 
 
-def dp_train_mae(settings: DPPretrainSettings, data_index: str | Path, run_dir: str | Path, init: str | Path | None = None, progress: bool = True) -> dict:
+def dp_train_mae(
+    settings: DPPretrainSettings,
+    data_index: str | Path,
+    run_dir: str | Path,
+    init: str | Path | None = None,
+    progress: bool = True,
+) -> dict:
     """Train (or resume) the DP run in `run_dir`; returns the record stored with model.pt."""
     return DPMAETraining(settings, data_index, run_dir, init, progress).run()

@@ -61,7 +61,9 @@ def expand_runs(section: dict, syn_vip_models: list[str], dataset_examples: int 
         except DpvipInputError as err:
             raise DpvipInputError(f"dp_pretrain run {name}: {err}") from None
         if init is not None and init not in syn_vip_models:
-            raise DpvipInputError(f"dp_pretrain run {name} starts from (Syn)-ViP '{init}', which pretrain.syn_vip.models does not train")
+            raise DpvipInputError(
+                f"dp_pretrain run {name} starts from (Syn)-ViP '{init}', which pretrain.syn_vip.models does not train"
+            )
         runs[name] = DPRun(name, model, init, values, ablation, point)
 
     for model in section["models"]:
@@ -71,7 +73,9 @@ def expand_runs(section: dict, syn_vip_models: list[str], dataset_examples: int 
             add(_main_name(model), model, model, "model_size", model)
     anchor = ablation_model(section)
     if _main_name(anchor) not in runs:
-        raise DpvipInputError(f"dp_pretrain.ablation_model '{anchor}' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size")
+        raise DpvipInputError(
+            f"dp_pretrain.ablation_model '{anchor}' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size"
+        )
     for model in ablations.get("random_init", []):
         add(f"vip_{model}_random", model, None, "random_init", model)
     for examples in ablations.get("dataset_size", []):
@@ -83,7 +87,16 @@ def expand_runs(section: dict, syn_vip_models: list[str], dataset_examples: int 
             steps = main.batch_size * main.steps // batch
             # warm-up as the same fraction of training as the main run's
             warmup = max(1, round(main.warmup_steps * steps / main.steps)) if main.warmup_steps else 0
-            add(f"vip_{anchor}_b{batch}", anchor, anchor, "batch_size", batch, batch_size=batch, steps=steps, warmup_steps=warmup)
+            add(
+                f"vip_{anchor}_b{batch}",
+                anchor,
+                anchor,
+                "batch_size",
+                batch,
+                batch_size=batch,
+                steps=steps,
+                warmup_steps=warmup,
+            )
     size, _ = mae_variant(anchor)
     for depth in ablations.get("decoder_depth", []):
         if depth != mae_size(size).decoder_depth:
@@ -95,7 +108,16 @@ def expand_runs(section: dict, syn_vip_models: list[str], dataset_examples: int 
         if budget["epsilon"] != main.epsilon:
             steps = budget["steps"]
             name = f"vip_{anchor}_eps{budget['epsilon']:g}"
-            add(name, anchor, anchor, "epsilon", budget["epsilon"], epsilon=budget["epsilon"], steps=steps, warmup_steps=min(main.warmup_steps, steps))
+            add(
+                name,
+                anchor,
+                anchor,
+                "epsilon",
+                budget["epsilon"],
+                epsilon=budget["epsilon"],
+                steps=steps,
+                warmup_steps=min(main.warmup_steps, steps),
+            )
     return runs
 
 
@@ -105,7 +127,11 @@ def figure_runs(section: dict, runs: dict[str, DPRun], dataset_examples: int | N
     ablations = section.get("ablations", {})
     main = _main_name(anchor)
     sizes = sorted(
-        [f"vip_{anchor}_n{n}" for n in ablations.get("dataset_size", []) if dataset_examples is None or n < dataset_examples],
+        [
+            f"vip_{anchor}_n{n}"
+            for n in ablations.get("dataset_size", [])
+            if dataset_examples is None or n < dataset_examples
+        ],
         key=lambda name: runs[name].values["examples"],
     )
     batches = [name for name in runs if name.startswith(f"vip_{anchor}_b")]

@@ -36,9 +36,13 @@ def slurm_rendezvous(env: dict) -> SlurmRendezvous | None:
     job = env.get("SLURM_JOB_ID")
     if not job:
         return None
-    listed = subprocess.run(["scontrol", "show", "hostnames", env["SLURM_JOB_NODELIST"]], capture_output=True, text=True, check=True)
+    listed = subprocess.run(
+        ["scontrol", "show", "hostnames", env["SLURM_JOB_NODELIST"]], capture_output=True, text=True, check=True
+    )
     nodes = int(env.get("SLURM_JOB_NUM_NODES", env.get("SLURM_NNODES", "1")))
-    return SlurmRendezvous(nodes, listed.stdout.split()[0], RENDEZVOUS_PORT + int(job) % 1000, job, env.get("SLURM_STEP_ID") is not None)
+    return SlurmRendezvous(
+        nodes, listed.stdout.split()[0], RENDEZVOUS_PORT + int(job) % 1000, job, env.get("SLURM_STEP_ID") is not None
+    )
 
 
 def torchrun_command(nproc: int, cli_args: list[str], rendezvous: SlurmRendezvous | None = None) -> list[str]:
@@ -48,8 +52,20 @@ def torchrun_command(nproc: int, cli_args: list[str], rendezvous: SlurmRendezvou
     if rendezvous is None:
         return [*runner, "--standalone", "-m", "dpvip.cli", *cli_args]
     r = rendezvous
-    srun = ["srun", f"--nodes={r.nodes}", f"--ntasks={r.nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1", *(["--overlap"] if r.in_step else [])]
-    rendezvous_args = [f"--nnodes={r.nodes}", "--rdzv_backend=c10d", f"--rdzv_endpoint={r.head}:{r.port}", f"--rdzv_id={r.job}"]
+    srun = [
+        "srun",
+        f"--nodes={r.nodes}",
+        f"--ntasks={r.nodes}",
+        "--ntasks-per-node=1",
+        "--kill-on-bad-exit=1",
+        *(["--overlap"] if r.in_step else []),
+    ]
+    rendezvous_args = [
+        f"--nnodes={r.nodes}",
+        "--rdzv_backend=c10d",
+        f"--rdzv_endpoint={r.head}:{r.port}",
+        f"--rdzv_id={r.job}",
+    ]
     return [*srun, *runner, *rendezvous_args, "-m", "dpvip.cli", *cli_args]
 
 
@@ -65,7 +81,9 @@ def run_torchrun(nproc: int, cli_args: list[str]) -> None:
         raise RuntimeError(f"torchrun with {nproc} processes exited with status {process.returncode}")
 
 
-def run_torchrun_with_settings(nproc: int, command: list[str], run_dir: str | Path, values: dict, arguments: list[str]) -> None:
+def run_torchrun_with_settings(
+    nproc: int, command: list[str], run_dir: str | Path, values: dict, arguments: list[str]
+) -> None:
     """`dpvip COMMAND --settings RUN_DIR/settings.yaml ARGUMENTS` as `nproc` processes: a
     workflow job's settings travel to the ranks as a file in the run folder."""
     import yaml

@@ -34,7 +34,9 @@ class MAEPretraining(MAERun):
         self.model = MaskedAutoencoder(settings.model).to(self.dist.device)
         self.steps_per_epoch = len(self.reader) // settings.batch_size
         settings.check_split(self.dist.world)
-        self.sampler = EpochBatches(len(self.reader), settings.batch_size, 0, settings.seed, self.dist.rank, self.dist.world)
+        self.sampler = EpochBatches(
+            len(self.reader), settings.batch_size, 0, settings.seed, self.dist.rank, self.dist.world
+        )
         self.total_steps = settings.epochs * self.steps_per_epoch
         self.optimizer = adamw(self.model, settings.lr, settings.weight_decay, settings.betas)
         warmup = round(settings.warmup_epochs * self.steps_per_epoch)
@@ -47,7 +49,9 @@ class MAEPretraining(MAERun):
     def extra_state(self) -> dict:
         # Batches are a function of (seed, step), so the step is all a resumed run needs;
         # epoch and batch are recorded for people.
-        return {"data_position": {"epoch": self.step // self.steps_per_epoch, "batch": self.step % self.steps_per_epoch}}
+        return {
+            "data_position": {"epoch": self.step // self.steps_per_epoch, "batch": self.step % self.steps_per_epoch}
+        }
 
     def log_fields(self) -> dict:
         return {"epoch": self.step / self.steps_per_epoch}
@@ -78,13 +82,17 @@ class MAEPretraining(MAERun):
             last = position == len(chunks) - 1
             sync = contextlib.nullcontext() if last or self.dist.world == 1 else self.network.no_sync()
             with sync, autocast:
-                losses = self.network(x.to(self.dist.device, non_blocking=True), n.to(self.dist.device, non_blocking=True)).loss
+                losses = self.network(
+                    x.to(self.dist.device, non_blocking=True), n.to(self.dist.device, non_blocking=True)
+                ).loss
                 (losses.float().sum() * weight).backward()
             loss_sum += losses.detach().float().sum() * (weight > 0)
         self.optimizer.step()
         return self.dist.sum(loss_sum.item()), int(global_count)
 
 
-def pretrain_mae(settings: PretrainSettings, data_index: str | Path, run_dir: str | Path, progress: bool = True) -> dict:
+def pretrain_mae(
+    settings: PretrainSettings, data_index: str | Path, run_dir: str | Path, progress: bool = True
+) -> dict:
     """Train (or resume) the run in `run_dir`; returns the record stored with model.pt."""
     return MAEPretraining(settings, data_index, run_dir, progress).run()

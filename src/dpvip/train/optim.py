@@ -13,7 +13,9 @@ def adamw(model: torch.nn.Module, lr: float, weight_decay: float, betas: tuple[f
     return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas))
 
 
-def warmup_cosine(optimizer: torch.optim.Optimizer, total_steps: int, warmup_steps: int, min_lr: float) -> CosineLRScheduler:
+def warmup_cosine(
+    optimizer: torch.optim.Optimizer, total_steps: int, warmup_steps: int, min_lr: float
+) -> CosineLRScheduler:
     """Linear warm-up from 0 over `warmup_steps`, then cosine to `min_lr` at `total_steps`.
     Stateless in the step: call `step_update(step)` before each update."""
     return CosineLRScheduler(

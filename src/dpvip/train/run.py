@@ -89,7 +89,9 @@ class MAERun(abc.ABC):
         self.load_extra_state(state)  # first: it may refuse the state with a sharper reason
         difference = first_difference(state["fingerprint"], self.fingerprint())
         if difference:
-            raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete {self.state_path.parent} to start over")
+            raise DpvipInputError(
+                f"{self.state_path} belongs to a run with {difference}; delete {self.state_path.parent} to start over"
+            )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -97,7 +99,9 @@ class MAERun(abc.ABC):
         self.step, self.skipped, self.images_seen = state["step"], state["skipped"], state["images_seen"]
         self.window = dict(state["window"])
         if self.dist.is_main:
-            print(f"resuming {self.run_dir} at step {self.step} of {self.total_steps} from {self.state_path}", flush=True)
+            print(
+                f"resuming {self.run_dir} at step {self.step} of {self.total_steps} from {self.state_path}", flush=True
+            )
 
     def save_state(self) -> None:
         if self.dist.is_main:
@@ -134,7 +138,14 @@ class MAERun(abc.ABC):
     def run(self) -> dict:
         self.resume()
         metrics = MetricsLog(self.run_dir / "work" / "metrics.jsonl", self.step) if self.dist.is_main else None
-        bar = tqdm(total=self.total_steps, initial=self.step, desc=self.description, unit="step", disable=not (self.progress and self.dist.is_main), mininterval=5)
+        bar = tqdm(
+            total=self.total_steps,
+            initial=self.step,
+            desc=self.description,
+            unit="step",
+            disable=not (self.progress and self.dist.is_main),
+            mininterval=5,
+        )
         window_start = time.perf_counter()
         self.model.train()
         with bar, StopRequest() as stop:
@@ -160,7 +171,9 @@ class MAERun(abc.ABC):
                 if self.step % self.settings.checkpoint_every == 0 or last or stopping:
                     self.save_state()
                 if stopping:
-                    raise SystemExit(f"stopped by SIGTERM at step {self.step} of {self.total_steps}; state saved in {self.state_path}")
+                    raise SystemExit(
+                        f"stopped by SIGTERM at step {self.step} of {self.total_steps}; state saved in {self.state_path}"
+                    )
         self.save_state()  # also when nothing was left to do, so the state is always final
         return self.finish()
 

@@ -67,7 +67,9 @@ def settings_from_config(cls, values: dict, model: str):
     known = {f.name for f in fields(cls)} - {"model"}
     unknown = sorted(set(values) - known - set(model_keys))
     if unknown:
-        raise DpvipInputError(f"setting '{unknown[0]}' is not known (known: {', '.join(sorted(known | set(model_keys)))})")
+        raise DpvipInputError(
+            f"setting '{unknown[0]}' is not known (known: {', '.join(sorted(known | set(model_keys)))})"
+        )
     size, decoder_depth = mae_variant(model)
     model_values = {k: values[k] for k in model_keys if k in values and k != "size"}
     if decoder_depth is not None:
@@ -115,5 +117,7 @@ def syn_vip_settings(section: dict, model: str, dataset_images: int) -> Pretrain
     except DpvipInputError as err:
         raise DpvipInputError(f"pretrain.syn_vip.{err}") from None
     if dataset_images < settings.batch_size:
-        raise DpvipInputError(f"pretrain.syn_vip.batch_size {settings.batch_size} exceeds the {dataset_images} images of dataset '{section['dataset']}'")
+        raise DpvipInputError(
+            f"pretrain.syn_vip.batch_size {settings.batch_size} exceeds the {dataset_images} images of dataset '{section['dataset']}'"
+        )
     return settings

@@ -67,14 +67,25 @@ def _shards(n_train: int, n_test: int, views: int, shard_size: int) -> list[_Sha
     def rows(n: int) -> list[tuple[int, int, int]]:
         return [(k, k * shard_size, min(n, (k + 1) * shard_size)) for k in range(math.ceil(n / shard_size))]
 
-    train = [_Shard(shard_name("train", k, v), "train", v, start, stop) for v in range(views) for k, start, stop in rows(n_train)]
+    train = [
+        _Shard(shard_name("train", k, v), "train", v, start, stop)
+        for v in range(views)
+        for k, start, stop in rows(n_train)
+    ]
     return train + [_Shard(shard_name("test", k), "test", None, start, stop) for k, start, stop in rows(n_test)]
 
 
 def _identity(fingerprint: dict, n_train: int, n_test: int, views: int, shard_size: int, dtype: str) -> dict:
     """What the arrays are features of and how they are laid out, as it reads back from JSON
     (so tuples compare equal to the lists they become)."""
-    record = {"fingerprint": fingerprint, "train": n_train, "test": n_test, "views": views, "shard_size": shard_size, "dtype": dtype}
+    record = {
+        "fingerprint": fingerprint,
+        "train": n_train,
+        "test": n_test,
+        "views": views,
+        "shard_size": shard_size,
+        "dtype": dtype,
+    }
     return json.loads(json.dumps(record))
 
 
@@ -101,19 +112,30 @@ def _batches(data, start: int, stop: int, batch_size: int) -> Iterator[tuple[tor
 
 
 @torch.no_grad()
-def _compute(shard: _Shard, data, extractor: Callable[[torch.Tensor], torch.Tensor], augment: Augment | None, batch_size: int, dtype: str) -> np.ndarray:
+def _compute(
+    shard: _Shard,
+    data,
+    extractor: Callable[[torch.Tensor], torch.Tensor],
+    augment: Augment | None,
+    batch_size: int,
+    dtype: str,
+) -> np.ndarray:
     parts = []
     for images, indices in _batches(data, shard.start, shard.stop, batch_size):
         if shard.view is not None and augment is not None:
             images = augment(images, shard.view, indices)
         features = extractor(images)
         if features.ndim != 2 or len(features) != len(indices):
-            raise DpvipInputError(f"the feature extractor gave {tuple(features.shape)} for {len(indices)} images, not (images, width)")
+            raise DpvipInputError(
+                f"the feature extractor gave {tuple(features.shape)} for {len(indices)} images, not (images, width)"
+            )
         parts.append(features.float().cpu().numpy().astype(dtype))
     return np.concatenate(parts)
 
 
-def _check_arguments(train, test, views: int, augment: Augment | None, batch_size: int, shard_size: int, dtype: str) -> None:
+def _check_arguments(
+    train, test, views: int, augment: Augment | None, batch_size: int, shard_size: int, dtype: str
+) -> None:
     for name, value in (("views", views), ("batch_size", batch_size), ("shard_size", shard_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise DpvipInputError(f"feature cache {name} {value!r} must be a positive integer")
@@ -156,8 +178,18 @@ def _publish(work: Path, out_dir: Path) -> None:
 
 
 def cache_features(
-    extractor: Callable[[torch.Tensor], torch.Tensor], train, test, out_dir: str | Path, *, fingerprint: dict, views: int = 1,
-    augment: Augment | None = None, batch_size: int = 256, shard_size: int = 4096, dtype: str = "float32", progress: bool = True,
+    extractor: Callable[[torch.Tensor], torch.Tensor],
+    train,
+    test,
+    out_dir: str | Path,
+    *,
+    fingerprint: dict,
+    views: int = 1,
+    augment: Augment | None = None,
+    batch_size: int = 256,
+    shard_size: int = 4096,
+    dtype: str = "float32",
+    progress: bool = True,
 ) -> dict:
     """Features of `train` (`views` views, each `augment(images, view, indices)`, or the images
     as they are) and of `test` (as they are) in `out_dir`; returns the cache's meta.
@@ -182,7 +214,13 @@ def cache_features(
 
     shards = _shards(len(train), len(test), views, shard_size)
     missing = [shard for shard in shards if not (work / shard.name).is_file()]
-    with tqdm(total=len(shards), initial=len(shards) - len(missing), desc=f"features {out_dir.name}", unit="shard", disable=not progress) as bar:
+    with tqdm(
+        total=len(shards),
+        initial=len(shards) - len(missing),
+        desc=f"features {out_dir.name}",
+        unit="shard",
+        disable=not progress,
+    ) as bar:
         for shard in missing:
             data = train if shard.split == "train" else test
             _save_array(_compute(shard, data, extractor, augment, batch_size, dtype), work / shard.name)
@@ -236,7 +274,14 @@ def load_cache(out_dir: str | Path) -> CachedFeatures:
         rows = _load_array(folder, shard.name, meta["files"][shard.name])
         target = train[shard.view] if shard.split == "train" else test
         if rows.shape != (shard.stop - shard.start, width):
-            raise DpvipInputError(f"feature cache {folder}: {shard.name} has shape {rows.shape}, not {(shard.stop - shard.start, width)}")
+            raise DpvipInputError(
+                f"feature cache {folder}: {shard.name} has shape {rows.shape}, not {(shard.stop - shard.start, width)}"
+            )
         target[shard.start : shard.stop] = rows
-    labels = {split: torch.from_numpy(_load_array(folder, f"{split}_labels.npy", meta["files"][f"{split}_labels.npy"])) for split in ("train", "test")}
-    return CachedFeatures(torch.from_numpy(train), labels["train"], torch.from_numpy(test), labels["test"], meta["classes"], meta)
+    labels = {
+        split: torch.from_numpy(_load_array(folder, f"{split}_labels.npy", meta["files"][f"{split}_labels.npy"]))
+        for split in ("train", "test")
+    }
+    return CachedFeatures(
+        torch.from_numpy(train), labels["train"], torch.from_numpy(test), labels["test"], meta["classes"], meta
+    )

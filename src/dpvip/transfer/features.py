@@ -44,7 +44,17 @@ class Extractor:
     """A frozen network in eval mode; called on (batch, 3, image_size, image_size) images, it
     returns (batch, width) features without gradients, on its device."""
 
-    def __init__(self, kind: str, recipe: str, checkpoint: str, image_size: int, network: nn.Module, read: Callable[[torch.Tensor], torch.Tensor], width: int, record: dict):
+    def __init__(
+        self,
+        kind: str,
+        recipe: str,
+        checkpoint: str,
+        image_size: int,
+        network: nn.Module,
+        read: Callable[[torch.Tensor], torch.Tensor],
+        width: int,
+        record: dict,
+    ):
         self.kind, self.recipe, self.checkpoint, self.image_size = kind, recipe, checkpoint, image_size
         self.network = network.eval().requires_grad_(False)
         self.read, self.width, self.record = read, width, record
@@ -54,11 +64,15 @@ class Extractor:
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
         expected = (3, self.image_size, self.image_size)
         if images.ndim != 4 or tuple(images.shape[1:]) != expected:
-            raise DpvipInputError(f"the {self.kind} {self.recipe} extractor takes (batch, {', '.join(map(str, expected))}) images, not {tuple(images.shape)}")
+            raise DpvipInputError(
+                f"the {self.kind} {self.recipe} extractor takes (batch, {', '.join(map(str, expected))}) images, not {tuple(images.shape)}"
+            )
         return self.read(images.to(self.device))
 
 
-def load_extractor(kind: str, checkpoint: str | Path, recipe: str, image_size: int, device: str | torch.device = "cpu") -> Extractor:
+def load_extractor(
+    kind: str, checkpoint: str | Path, recipe: str, image_size: int, device: str | torch.device = "cpu"
+) -> Extractor:
     """The `recipe` features of the `kind` network stored at `checkpoint`, for `image_size` px."""
     if kind not in RECIPES:
         raise DpvipInputError(f"extractor kind '{kind}' is not one of {', '.join(RECIPES)}")
@@ -98,10 +112,23 @@ def _load_mae(checkpoint: str, recipe: str, image_size: int, device) -> Extracto
     width, depth, grid = model.norm.normalized_shape[0], len(model.blocks), tuple(model.patch_embed.grid_size)
     if recipe == "prelogits":
         choice = FeatureChoice(pooling="cls", last_blocks=1, final_norm=True)
-        return Extractor("mae", recipe, checkpoint, image_size, model, partial(encoder_features, model, choice=choice), width, record)
+        return Extractor(
+            "mae", recipe, checkpoint, image_size, model, partial(encoder_features, model, choice=choice), width, record
+        )
     if min(grid) < POOLED_GRID:
-        raise DpvipInputError(f"blocks4 features of {checkpoint} need a patch grid of at least {POOLED_GRID} x {POOLED_GRID}, not {grid} at {image_size} px")
-    return Extractor("mae", recipe, checkpoint, image_size, model, partial(mae_blocks4, model), depth * POOLED_GRID**2 * width, record)
+        raise DpvipInputError(
+            f"blocks4 features of {checkpoint} need a patch grid of at least {POOLED_GRID} x {POOLED_GRID}, not {grid} at {image_size} px"
+        )
+    return Extractor(
+        "mae",
+        recipe,
+        checkpoint,
+        image_size,
+        model,
+        partial(mae_blocks4, model),
+        depth * POOLED_GRID**2 * width,
+        record,
+    )
 
 
 # --- DP-RandP Phase I wide ResNets ------------------------------------------------------------
@@ -125,11 +152,15 @@ def _projection_block(checkpoint: str, backbone: WideResNet, image_size: int) ->
     (hidden, in_features), (out_features, _) = head["layers.0.weight"].shape, head["layers.6.weight"].shape
     side = math.isqrt(in_features // backbone.feature_channels)
     if side * side * backbone.feature_channels != in_features:
-        raise DpvipInputError(f"{checkpoint}: its projection head takes {in_features} features, not a square map of {backbone.feature_channels} channels")
+        raise DpvipInputError(
+            f"{checkpoint}: its projection head takes {in_features} features, not a square map of {backbone.feature_channels} channels"
+        )
     # Phase I trains at a multiple of 4 px, and its two stride-2 stages leave a map a quarter
     # of that on a side; other sizes give another map (or the same one at another scale).
     if image_size != 4 * side:
-        raise DpvipInputError(f"projection1 features of {checkpoint} need {4 * side} px images (the size Phase I trained on), not {image_size}")
+        raise DpvipInputError(
+            f"projection1 features of {checkpoint} need {4 * side} px images (the size Phase I trained on), not {image_size}"
+        )
     projection = ProjectionHead(in_features, hidden, out_features)
     projection.load_state_dict(head)
     return projection.layers[:3]
@@ -138,10 +169,28 @@ def _projection_block(checkpoint: str, backbone: WideResNet, image_size: int) ->
 def _load_wrn(checkpoint: str, recipe: str, image_size: int, device) -> Extractor:
     backbone, record = load_backbone(checkpoint, 1, device)  # the (zero) classifier is unused
     if recipe == "prelogits":
-        return Extractor("wrn", recipe, checkpoint, image_size, backbone, partial(wrn_prelogits, backbone), backbone.feature_channels, record)
+        return Extractor(
+            "wrn",
+            recipe,
+            checkpoint,
+            image_size,
+            backbone,
+            partial(wrn_prelogits, backbone),
+            backbone.feature_channels,
+            record,
+        )
     block = _projection_block(checkpoint, backbone, image_size).to(device)
     network = nn.ModuleList([backbone, block])
-    return Extractor("wrn", recipe, checkpoint, image_size, network, partial(wrn_projection1, backbone, block), block[0].out_features, record)
+    return Extractor(
+        "wrn",
+        recipe,
+        checkpoint,
+        image_size,
+        network,
+        partial(wrn_projection1, backbone, block),
+        block[0].out_features,
+        record,
+    )
 
 
 # --- crops ----------------------------------------------------------------------------------
@@ -168,7 +217,9 @@ def _crop_box(height: int, width: int, generator: torch.Generator) -> tuple[int,
     return (height - h) // 2, (width - w) // 2, h, w
 
 
-def crop_views(images: torch.Tensor, image_size: int, crop: str, view: int, indices: torch.Tensor, seed: int) -> torch.Tensor:
+def crop_views(
+    images: torch.Tensor, image_size: int, crop: str, view: int, indices: torch.Tensor, seed: int
+) -> torch.Tensor:
     """(n, 3, image_size, image_size) crops of `images` (n, 3, L, L), normalised and loaded at
     a size L >= image_size. "center" is deterministic; "inception" draws, for example
     `indices[k]`, a RandomResizedCrop (scale 0.08..1, ratio 3/4..4/3) and a flip with
@@ -179,7 +230,9 @@ def crop_views(images: torch.Tensor, image_size: int, crop: str, view: int, indi
         raise DpvipInputError(f"crop_views takes (n, 3, size, size) images, not {tuple(images.shape)}")
     if crop == "center":
         if min(images.shape[-2:]) < image_size:
-            raise DpvipInputError(f"images of {tuple(images.shape[-2:])} px are smaller than the {image_size} px centre crop")
+            raise DpvipInputError(
+                f"images of {tuple(images.shape[-2:])} px are smaller than the {image_size} px centre crop"
+            )
         return TF.center_crop(images, [image_size, image_size])
     if len(indices) != len(images):
         raise DpvipInputError(f"crop_views got {len(indices)} indices for {len(images)} images")

@@ -109,12 +109,16 @@ class HeadSettings:
 
 
 # --- checks shared with private_probe --------------------------------------------------------
-def check_features(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, classes: int) -> None:
+def check_features(
+    train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, classes: int
+) -> None:
     """`train` (n, d) or (views, n, d) and `test` (n_test, d) of one width, labels in 0..classes-1."""
     if int(classes) != classes or classes < 1:
         raise DpvipInputError(f"classes {classes} must be a positive integer")
     if test.ndim != 2 or train.ndim not in (2, 3):
-        raise DpvipInputError(f"features must be (views, n, d) or (n, d) for train and (n, d) for test, not {tuple(train.shape)} and {tuple(test.shape)}")
+        raise DpvipInputError(
+            f"features must be (views, n, d) or (n, d) for train and (n, d) for test, not {tuple(train.shape)} and {tuple(test.shape)}"
+        )
     if train.shape[-1] != test.shape[-1]:
         raise DpvipInputError(f"train features have width {train.shape[-1]}, test features {test.shape[-1]}")
     for split, features, labels in (("train", train, train_labels), ("test", test, test_labels)):
@@ -138,7 +142,9 @@ def softmax_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, labels, reduction="none")
 
 
-def _chunks(features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | None, micro_batch: int, device: torch.device):
+def _chunks(
+    features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | None, micro_batch: int, device: torch.device
+):
     """(x, y) micro-batches of the chosen rows (all rows if `chosen` is None), in fp32 on
     `device`: the features may stay in host memory (ImageNet x views) while the head trains
     on a GPU."""
@@ -152,7 +158,15 @@ def _chunks(features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | N
         yield x.to(device, torch.float32), y.to(device, torch.long)
 
 
-def private_step(dp_step: DPStep, step: int, layer: nn.Module, features: torch.Tensor, labels: torch.Tensor, loss: Loss, micro_batch: int) -> int:
+def private_step(
+    dp_step: DPStep,
+    step: int,
+    layer: nn.Module,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    loss: Loss,
+    micro_batch: int,
+) -> int:
     """One DP step of `layer` on the step's Poisson batch of (features, labels) (every row at
     q = 1, without copying them); returns the realised batch size."""
     chosen = None if dp_step.full_batch else dp_step.batch(step)
@@ -161,7 +175,16 @@ def private_step(dp_step: DPStep, step: int, layer: nn.Module, features: torch.T
     return features.shape[0] if chosen is None else len(chosen)
 
 
-def mean_gradient_step(optimizer: torch.optim.Optimizer, layer: nn.Module, params: Sequence[nn.Parameter], features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | None, loss: Loss, micro_batch: int) -> None:
+def mean_gradient_step(
+    optimizer: torch.optim.Optimizer,
+    layer: nn.Module,
+    params: Sequence[nn.Parameter],
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    chosen: np.ndarray | None,
+    loss: Loss,
+    micro_batch: int,
+) -> None:
     """A step without privacy: the plain mean gradient of the chosen examples (all if None)."""
     totals, examples = [torch.zeros_like(p, dtype=torch.float32) for p in params], 0
     for x, y in _chunks(features, labels, chosen, micro_batch, params[0].device):
@@ -174,7 +197,9 @@ def mean_gradient_step(optimizer: torch.optim.Optimizer, layer: nn.Module, param
 
 
 @torch.no_grad()
-def evaluate(layer: nn.Module, features: torch.Tensor, labels: torch.Tensor, loss: Loss, micro_batch: int) -> tuple[float, float]:
+def evaluate(
+    layer: nn.Module, features: torch.Tensor, labels: torch.Tensor, loss: Loss, micro_batch: int
+) -> tuple[float, float]:
     """(top-1 accuracy in percent, mean loss) of `layer` on (features, labels)."""
     correct, loss_sum = 0, 0.0
     for x, y in _chunks(features, labels, None, micro_batch, next(layer.parameters()).device):
@@ -192,7 +217,9 @@ def make_head(width: int, classes: int, settings: HeadSettings, device: torch.de
     with torch.no_grad():
         if settings.init_scale > 0:
             generator = torch.Generator().manual_seed(settings.seed)
-            head.weight.copy_(torch.randn(classes, width, generator=generator) * (settings.init_scale / math.sqrt(width)))
+            head.weight.copy_(
+                torch.randn(classes, width, generator=generator) * (settings.init_scale / math.sqrt(width))
+            )
         else:
             head.weight.zero_()
         head.bias.fill_(settings.bias_init)
@@ -216,7 +243,13 @@ def lr_factor(step: int, steps: int, warmup: int, schedule: str) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * progress)) if schedule == "cosine" else 1.0 - progress
 
 
-def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, settings: HeadSettings, device: torch.device | str | None = None) -> tuple[nn.Linear, dict]:
+def fit_head(
+    train: torch.Tensor,
+    train_labels: torch.Tensor,
+    classes: int,
+    settings: HeadSettings,
+    device: torch.device | str | None = None,
+) -> tuple[nn.Linear, dict]:
     """Train the head on `device` (default: the features') on `train` (views, n, d); returns
     it and what the run recorded (steps, sample rate, privacy ledger, realised batch sizes,
     final train loss)."""
@@ -225,34 +258,58 @@ def fit_head(train: torch.Tensor, train_labels: torch.Tensor, classes: int, sett
     q, steps = float(settings.batch_fraction), settings.steps
     ledger = None
     if settings.epsilon is not None:
-        ledger = PrivacyLedger.calibrate(settings.accountant, q, steps, settings.epsilon, settings.delta, settings.clip_norm)
+        ledger = PrivacyLedger.calibrate(
+            settings.accountant, q, steps, settings.epsilon, settings.delta, settings.clip_norm
+        )
     device = torch.device(device) if device is not None else train.device
     head = make_head(width, classes, settings, device)
     params = [p for p in head.parameters() if p.requires_grad]
     optimizer = head_optimizer(settings, params)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, steps, settings.warmup_steps, settings.schedule))
-    dp_step = DPStep(ClippedGradientSum(head, settings.clip_norm), optimizer, ledger, examples, settings.seed) if ledger else None
-    sampler = PoissonBatches(examples, q, steps, settings.seed) if q < 1 and not ledger else None  # without privacy, the same batches
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(step, steps, settings.warmup_steps, settings.schedule)
+    )
+    dp_step = (
+        DPStep(ClippedGradientSum(head, settings.clip_norm), optimizer, ledger, examples, settings.seed)
+        if ledger
+        else None
+    )
+    sampler = (
+        PoissonBatches(examples, q, steps, settings.seed) if q < 1 and not ledger else None
+    )  # without privacy, the same batches
     sizes = []
     try:
         for step in range(steps):
             features = train[settings.view(step, views)]
             if dp_step:
-                sizes.append(private_step(dp_step, step, head, features, train_labels, sigmoid_loss, settings.micro_batch))
+                sizes.append(
+                    private_step(dp_step, step, head, features, train_labels, sigmoid_loss, settings.micro_batch)
+                )
             else:
                 chosen = sampler.indices(step) if sampler else None
-                mean_gradient_step(optimizer, head, params, features, train_labels, chosen, sigmoid_loss, settings.micro_batch)
+                mean_gradient_step(
+                    optimizer, head, params, features, train_labels, chosen, sigmoid_loss, settings.micro_batch
+                )
                 sizes.append(examples if chosen is None else len(chosen))
             scheduler.step()
     finally:
         if dp_step:
             dp_step.clipper.close()
-    _, train_loss = evaluate(head, train[settings.view(steps - 1, views)], train_labels, sigmoid_loss, settings.micro_batch)
+    _, train_loss = evaluate(
+        head, train[settings.view(steps - 1, views)], train_labels, sigmoid_loss, settings.micro_batch
+    )
     privacy = (dp_step.ledger.record() | {"examples": examples}) if dp_step else None
     return head, {"steps": steps, "sample_rate": q, "privacy": privacy, "batch_sizes": sizes, "train_loss": train_loss}
 
 
-def train_head(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, classes: int, settings: HeadSettings, device: torch.device | str | None = None) -> dict:
+def train_head(
+    train: torch.Tensor,
+    train_labels: torch.Tensor,
+    test: torch.Tensor,
+    test_labels: torch.Tensor,
+    classes: int,
+    settings: HeadSettings,
+    device: torch.device | str | None = None,
+) -> dict:
     """Train a head on `train` (views, n, d) and score it on `test` (n_test, d): top-1
     accuracy in percent, the run's record and its settings (JSON-able)."""
     started = time.perf_counter()

@@ -31,7 +31,9 @@ def _load_size(image_size: int, ratio: float) -> int:
     return max(image_size, int(round(image_size * ratio)))
 
 
-def build_feature_cache(feature_set: FeatureSet, kind: str, checkpoint: str, dataset_spec: dict, section: dict, out_dir: str | Path) -> dict:
+def build_feature_cache(
+    feature_set: FeatureSet, kind: str, checkpoint: str, dataset_spec: dict, section: dict, out_dir: str | Path
+) -> dict:
     """Cache the features of `feature_set` (the `dp_transfer.features` config `section`):
     train split under its crop (one view per epoch for an inception crop), test centre-cropped."""
     from dpvip.evaluate.datasets import labelled_split
@@ -45,12 +47,25 @@ def build_feature_cache(feature_set: FeatureSet, kind: str, checkpoint: str, dat
     augment = lambda images, view, indices: crop_views(images, size, feature_set.crop, view, indices, 0)  # noqa: E731
     extractor = load_extractor(kind, checkpoint, feature_set.recipe, size, _device())
     fingerprint = {
-        "features": feature_set.path, "kind": kind, "checkpoint_sha256": sha256(checkpoint),
-        "dataset": dataset_spec, "load_ratio": ratios, "dtype": section["dtype"], "shard_size": section["shard_size"],
+        "features": feature_set.path,
+        "kind": kind,
+        "checkpoint_sha256": sha256(checkpoint),
+        "dataset": dataset_spec,
+        "load_ratio": ratios,
+        "dtype": section["dtype"],
+        "shard_size": section["shard_size"],
     }
     meta = cache_features(
-        extractor, train, test, out_dir, fingerprint=fingerprint, views=feature_set.views, augment=augment,
-        batch_size=section["batch_size"], shard_size=section["shard_size"], dtype=section["dtype"],
+        extractor,
+        train,
+        test,
+        out_dir,
+        fingerprint=fingerprint,
+        views=feature_set.views,
+        augment=augment,
+        batch_size=section["batch_size"],
+        shard_size=section["shard_size"],
+        dtype=section["dtype"],
     )
     return meta | {"data": data}
 
@@ -59,11 +74,26 @@ def _train(run: Run, cached) -> dict:
     if run.kind == "head":
         from dpvip.transfer.head import HeadSettings, train_head
 
-        return train_head(cached.train, cached.train_labels, cached.test, cached.test_labels, cached.classes, HeadSettings(**run.settings), _device())
+        return train_head(
+            cached.train,
+            cached.train_labels,
+            cached.test,
+            cached.test_labels,
+            cached.classes,
+            HeadSettings(**run.settings),
+            _device(),
+        )
     from dpvip.transfer.private_probe import ProbeSettings, train_probe
 
     device = _device()  # the probe normalises and centres whole copies of the features there
-    return train_probe(cached.train[0].to(device), cached.train_labels, cached.test.to(device), cached.test_labels, cached.classes, ProbeSettings(**run.settings))
+    return train_probe(
+        cached.train[0].to(device),
+        cached.train_labels,
+        cached.test.to(device),
+        cached.test_labels,
+        cached.classes,
+        ProbeSettings(**run.settings),
+    )
 
 
 def _finished(partial: Path) -> dict[str, dict]:
@@ -85,7 +115,9 @@ def _summary(folder: Path) -> dict:
     return {key: value for key, value in meta.items() if key != "files"}
 
 
-def run_study(study: str, runs: list[Run], caches: dict[str, str | Path], out: str | Path, progress: bool = True) -> dict:
+def run_study(
+    study: str, runs: list[Run], caches: dict[str, str | Path], out: str | Path, progress: bool = True
+) -> dict:
     """Every run of `study` on its cached features (`caches`: feature-set path -> folder)."""
     from dpvip.transfer.cache import load_cache
 

@@ -25,7 +25,12 @@ KINDS = {"syn_vip": "mae", "dp_pretrain": "mae", "dprandp": "wrn"}  # `from` -> 
 MEHTA_TABLES = ("table1", "table2", "table3", "table4", "table5")
 MEHTA_FIGURES = ("figure1b", "figure2")
 PROBE_TABLES = {"table4": "cifar", "table22": "cifar", "table5": "imagenet", "table23": "imagenet"}
-STUDIES = (*(f"mehta_{t}" for t in MEHTA_TABLES), *(f"mehta_{f}" for f in MEHTA_FIGURES), "dprandp_probe_cifar", "dprandp_probe_imagenet")
+STUDIES = (
+    *(f"mehta_{t}" for t in MEHTA_TABLES),
+    *(f"mehta_{f}" for f in MEHTA_FIGURES),
+    "dprandp_probe_cifar",
+    "dprandp_probe_imagenet",
+)
 PRIVATE, NON_PRIVATE, BEST = "With privacy", "Without privacy", "Best"
 TABLE5_MODEL = "ViT-B/16"  # Mehta Table 5: ViT-B/16 pre-trained on ImageNet-21k
 
@@ -61,7 +66,14 @@ class Run:
         return f"{self.row}|{self.column}|{self.features.path}|{values}"
 
     def record(self) -> dict:
-        return {"kind": self.kind, "row": self.row, "column": self.column, "features": self.features.path, "settings": self.settings, "key": self.key}
+        return {
+            "kind": self.kind,
+            "row": self.row,
+            "column": self.column,
+            "features": self.features.path,
+            "settings": self.settings,
+            "key": self.key,
+        }
 
 
 def _present(entries: dict) -> dict:
@@ -90,29 +102,51 @@ class TransferPlan:
     def _check(self) -> None:
         for name, spec in self.backbones.items():
             if spec.get("from") not in (*KINDS, "file"):
-                raise DpvipInputError(f"dp_transfer.backbones.{name}.from '{spec.get('from')}' is not one of {', '.join((*KINDS, 'file'))}")
+                raise DpvipInputError(
+                    f"dp_transfer.backbones.{name}.from '{spec.get('from')}' is not one of {', '.join((*KINDS, 'file'))}"
+                )
         used = dict(self.mehta.get("models", {}))
         if self.mehta:
             used["main"] = self.mehta["main"]
         used |= {f"dprandp_probe.{k}": v["backbone"] for k, v in self.probe.items()}
         for where, backbone in used.items():
             if backbone not in self.backbones:
-                raise DpvipInputError(f"dp_transfer {where} uses backbone '{backbone}', which dp_transfer.backbones does not define (known: {', '.join(self.backbones) or 'none'})")
+                raise DpvipInputError(
+                    f"dp_transfer {where} uses backbone '{backbone}', which dp_transfer.backbones does not define (known: {', '.join(self.backbones) or 'none'})"
+                )
         datasets = list(self.mehta.get("datasets", {}).values()) + [v["dataset"] for v in self.probe.values()]
         for dataset in datasets:
             if dataset not in self.datasets:
-                raise DpvipInputError(f"dp_transfer uses dataset '{dataset}', which dp_transfer.datasets does not define (known: {', '.join(self.datasets) or 'none'})")
+                raise DpvipInputError(
+                    f"dp_transfer uses dataset '{dataset}', which dp_transfer.datasets does not define (known: {', '.join(self.datasets) or 'none'})"
+                )
 
     def kind(self, backbone: str) -> str:
         spec = self.backbones[backbone]
         return spec["kind"] if spec["from"] == "file" else KINDS[spec["from"]]
 
     # ---- feature sets ---------------------------------------------------------------------
-    def features(self, backbone: str, dataset: str, *, crop: str = "center", image_size: int | None = None, views: int = 1, recipe: str | None = None) -> FeatureSet:
+    def features(
+        self,
+        backbone: str,
+        dataset: str,
+        *,
+        crop: str = "center",
+        image_size: int | None = None,
+        views: int = 1,
+        recipe: str | None = None,
+    ) -> FeatureSet:
         """A feature set of `backbone`: its own recipe and resolution unless given."""
         spec = self.backbones[backbone]
         size = image_size or spec["image_size"]
-        return FeatureSet(backbone, dataset, recipe or spec.get("recipe", "prelogits"), int(size), crop, views if crop == "inception" else 1)
+        return FeatureSet(
+            backbone,
+            dataset,
+            recipe or spec.get("recipe", "prelogits"),
+            int(size),
+            crop,
+            views if crop == "inception" else 1,
+        )
 
     def feature_sets(self) -> dict[str, FeatureSet]:
         return {f.path: f for study in STUDIES for f in self.study_features(study)}
@@ -129,32 +163,59 @@ class TransferPlan:
         task = study.removeprefix("dprandp_probe_")
         return self._probe(task) if task in self.probe else []
 
-    def _head_runs(self, row: str, column: str, features: FeatureSet, optimizer: str, lrs: list, **settings) -> list[Run]:
-        common = {"clip_norm": self.mehta["clip_norm"], "delta": self.mehta["delta"], "accountant": self.mehta["accountant"]}
+    def _head_runs(
+        self, row: str, column: str, features: FeatureSet, optimizer: str, lrs: list, **settings
+    ) -> list[Run]:
+        common = {
+            "clip_norm": self.mehta["clip_norm"],
+            "delta": self.mehta["delta"],
+            "accountant": self.mehta["accountant"],
+        }
         return [
-            Run("head", row, column, features, common | settings | {"optimizer": optimizer, "lr": float(lr), "seed": seed})
-            for lr in lrs for seed in self.mehta["seeds"]
+            Run(
+                "head",
+                row,
+                column,
+                features,
+                common | settings | {"optimizer": optimizer, "lr": float(lr), "seed": seed},
+            )
+            for lr in lrs
+            for seed in self.mehta["seeds"]
         ]
 
     def _tuned(self, optimizer: str, schedule: str) -> dict:
         """A multi-epoch fine-tuning (Mehta Tables 7/8): inception crops, warm-up, decay."""
         m = self.mehta
-        return {"optimizer": optimizer, "lrs": m["lrs"][optimizer], "schedule": schedule, "warmup_epochs": m["warmup_epochs"], "epochs": m["epochs"]}
+        return {
+            "optimizer": optimizer,
+            "lrs": m["lrs"][optimizer],
+            "schedule": schedule,
+            "warmup_epochs": m["warmup_epochs"],
+            "epochs": m["epochs"],
+        }
 
     def _inception(self, backbone: str, dataset: str, image_size: int | None = None) -> FeatureSet:
-        return self.features(backbone, dataset, crop="inception", image_size=image_size, views=math.ceil(self.mehta["epochs"]))
+        return self.features(
+            backbone, dataset, crop="inception", image_size=image_size, views=math.ceil(self.mehta["epochs"])
+        )
 
-    def _batch_sweep(self, row: str, backbone: str, optimizer: str, schedule: str, batches: dict, best: bool) -> list[Run]:
+    def _batch_sweep(
+        self, row: str, backbone: str, optimizer: str, schedule: str, batches: dict, best: bool
+    ) -> list[Run]:
         m = self.mehta
         data = self._inception(backbone, m["datasets"]["ImageNet-1k"])
         tuned = self._tuned(optimizer, schedule)
         runs = []
         for name, fraction in batches.items():
             for label, epsilon in ((NON_PRIVATE, None), (PRIVATE, m["epsilon"])):
-                runs += self._head_runs(row, f"{label} / {batch_label(name)}", data, **tuned, batch_fraction=fraction, epsilon=epsilon)
+                runs += self._head_runs(
+                    row, f"{label} / {batch_label(name)}", data, **tuned, batch_fraction=fraction, epsilon=epsilon
+                )
         if best:  # the non-private reference: momentum SGD at a small batch (paper: 512)
             plain = self._tuned("sgd", "cosine") | {"epochs": m["best"]["epochs"]}
-            runs += self._head_runs(row, f"{NON_PRIVATE} / {BEST}", data, **plain, batch_fraction=m["best"]["batch_fraction"], epsilon=None)
+            runs += self._head_runs(
+                row, f"{NON_PRIVATE} / {BEST}", data, **plain, batch_fraction=m["best"]["batch_fraction"], epsilon=None
+            )
         return runs
 
     def _mehta(self, name: str) -> list[Run]:
@@ -163,10 +224,24 @@ class TransferPlan:
         batches = m["batch_sizes"]
         largest = {max(batches, key=batches.get): max(batches.values())}
         if name in ("table1", "table2"):
-            optimizer, schedule, models = ("sgd", "cosine", m["models"]) if name == "table1" else ("lamb", "linear", m["models"])
-            return [run for model, backbone in models.items() for run in self._batch_sweep(f"{model} / Last layer", backbone, optimizer, schedule, batches, name == "table2")]
+            optimizer, schedule, models = (
+                ("sgd", "cosine", m["models"]) if name == "table1" else ("lamb", "linear", m["models"])
+            )
+            return [
+                run
+                for model, backbone in models.items()
+                for run in self._batch_sweep(
+                    f"{model} / Last layer", backbone, optimizer, schedule, batches, name == "table2"
+                )
+            ]
         if name == "table3":  # every backbone we have, at the largest batch (paper: 2^20)
-            return [run for backbone in self.backbones for run in self._batch_sweep(f"Ours: {backbone} / Last layer", backbone, "lamb", "linear", largest, True)]
+            return [
+                run
+                for backbone in self.backbones
+                for run in self._batch_sweep(
+                    f"Ours: {backbone} / Last layer", backbone, "lamb", "linear", largest, True
+                )
+            ]
         if name == "table4":
             return self._table4(imagenet, largest)
         if name == "table5":
@@ -192,9 +267,15 @@ class TransferPlan:
             ("Inception Crop -> Center Crop", self.features(main, dataset), {}),
             ("10 epochs -> 1 epochs", inception, {"epochs": 1}),
             *((f"Clip at 1 -> {clip:g}", inception, {"clip_norm": float(clip)}) for clip in t4["clips"]),
-            *((f"Resolution {paper} -> {label}", self._inception(main, dataset, size), {}) for label, size in t4["resolutions"].items() for paper in [t4["paper_resolution"]]),
+            *(
+                (f"Resolution {paper} -> {label}", self._inception(main, dataset, size), {})
+                for label, size in t4["resolutions"].items()
+                for paper in [t4["paper_resolution"]]
+            ),
         ]
-        return [run for row, data, change in variants for run in self._head_runs(row, "Accuracy", data, **(base | change))]
+        return [
+            run for row, data, change in variants for run in self._head_runs(row, "Accuracy", data, **(base | change))
+        ]
 
     def _single_step(self) -> dict:
         """One full-batch step (Mehta Fig. 1b, Table 5, App. E.3): centre crop, constant lr.
@@ -209,16 +290,29 @@ class TransferPlan:
             data = self.features(backbone, dataset, image_size=m.get("single_step_image_size"))
             for epsilon in [None, *t5["epsilons"]]:
                 column = "Non-Private" if epsilon is None else f"epsilon={float(epsilon):.1f}"
-                runs += self._head_runs(paper_dataset, column, data, "adam", t5["lrs"], **self._single_step(), epsilon=epsilon)
+                runs += self._head_runs(
+                    paper_dataset, column, data, "adam", t5["lrs"], **self._single_step(), epsilon=epsilon
+                )
         return runs
 
     def _figure1b(self, dataset: str) -> list[Run]:
         m, f = self.mehta, self.mehta["figure1b"]
         data = self.features(m["main"], dataset, image_size=m.get("single_step_image_size"))
-        runs = self._head_runs(f"{NON_PRIVATE}", "epsilon=inf", data, "lamb", f["lrs"], **self._single_step(), epsilon=None)
+        runs = self._head_runs(
+            f"{NON_PRIVATE}", "epsilon=inf", data, "lamb", f["lrs"], **self._single_step(), epsilon=None
+        )
         for delta in f["deltas"]:
             for epsilon in f["epsilons"]:
-                runs += self._head_runs(f"delta={delta:g}", f"epsilon={epsilon:g}", data, "lamb", f["lrs"], **self._single_step(), epsilon=epsilon, delta=float(delta))
+                runs += self._head_runs(
+                    f"delta={delta:g}",
+                    f"epsilon={epsilon:g}",
+                    data,
+                    "lamb",
+                    f["lrs"],
+                    **self._single_step(),
+                    epsilon=epsilon,
+                    delta=float(delta),
+                )
         return runs
 
     def _figure2(self, dataset: str) -> list[Run]:
@@ -235,22 +329,57 @@ class TransferPlan:
         for optimizer, schedule in (("lamb", "linear"), ("sgd", "cosine")):
             tuned = self._tuned(optimizer, schedule) | {"lrs": f["lrs"][optimizer]}
             for lr in tuned.pop("lrs"):
-                runs += self._head_runs(f"(a) {optimizer}", f"lr={float(lr):g}", self._inception(main, dataset), lrs=[lr], **tuned, batch_fraction=largest, epsilon=None)
+                runs += self._head_runs(
+                    f"(a) {optimizer}",
+                    f"lr={float(lr):g}",
+                    self._inception(main, dataset),
+                    lrs=[lr],
+                    **tuned,
+                    batch_fraction=largest,
+                    epsilon=None,
+                )
         for size in f["resolutions"]:
-            runs += self._head_runs("(b) resolution", f"{size}", self.features(main, dataset, image_size=size), "lamb", f["private_lrs"], **step, epsilon=m["epsilon"])
+            runs += self._head_runs(
+                "(b) resolution",
+                f"{size}",
+                self.features(main, dataset, image_size=size),
+                "lamb",
+                f["private_lrs"],
+                **step,
+                epsilon=m["epsilon"],
+            )
         for scale in f["init_scales"]:
-            runs += self._head_runs("(c) init scale", f"{float(scale):g}", data, "lamb", f["private_lrs"], **step, epsilon=m["epsilon"], init_scale=float(scale))
+            runs += self._head_runs(
+                "(c) init scale",
+                f"{float(scale):g}",
+                data,
+                "lamb",
+                f["private_lrs"],
+                **step,
+                epsilon=m["epsilon"],
+                init_scale=float(scale),
+            )
         return runs
 
     def _probe(self, task: str) -> list[Run]:
         """DP-RandP's private linear probing: full batch, zero init, no bias, T steps."""
         p = self.probe[task]
         data = self.features(p["backbone"], p["dataset"], recipe=p["recipe"], image_size=p.get("image_size"))
-        common = {"delta": p["delta"], "momentum": p["momentum"], "clip_norm": p["clip_norm"], "feature_norm": p.get("feature_norm")}
+        common = {
+            "delta": p["delta"],
+            "momentum": p["momentum"],
+            "clip_norm": p["clip_norm"],
+            "feature_norm": p.get("feature_norm"),
+        }
         runs = []
         for entry in p["schedule"]:
             epsilon = entry.get("epsilon")
-            settings = common | {"epsilon": epsilon, "steps": entry.get("steps", p.get("steps")), "lr": entry["lr"], "sigma_ratio": entry.get("sigma_ratio")}
+            settings = common | {
+                "epsilon": epsilon,
+                "steps": entry.get("steps", p.get("steps")),
+                "lr": entry["lr"],
+                "sigma_ratio": entry.get("sigma_ratio"),
+            }
             column = "Non-private" if epsilon is None else f"epsilon={float(epsilon):g}"
             runs += [Run("probe", "Ours", column, data, settings | {"seed": seed}) for seed in p["seeds"]]
         return runs

@@ -64,10 +64,14 @@ class ProbeSettings:
 
     def check(self) -> None:
         if self.epsilon is not None and self.noise_multiplier is not None:
-            raise DpvipInputError(f"give epsilon ({self.epsilon}) or noise_multiplier ({self.noise_multiplier}), not both: one determines the other")
+            raise DpvipInputError(
+                f"give epsilon ({self.epsilon}) or noise_multiplier ({self.noise_multiplier}), not both: one determines the other"
+            )
         if self.epsilon is not None and not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise DpvipInputError(f"epsilon {self.epsilon} must be positive and finite (None trains without privacy)")
-        if self.noise_multiplier is not None and not (self.noise_multiplier > 0 and math.isfinite(self.noise_multiplier)):
+        if self.noise_multiplier is not None and not (
+            self.noise_multiplier > 0 and math.isfinite(self.noise_multiplier)
+        ):
             raise DpvipInputError(f"noise_multiplier {self.noise_multiplier} must be positive and finite")
         if not 0 < self.delta < 1:
             raise DpvipInputError(f"delta {self.delta} is outside (0, 1)")
@@ -84,7 +88,9 @@ class ProbeSettings:
         if self.sigma_ratio is not None and not (self.sigma_ratio > 0 and math.isfinite(self.sigma_ratio)):
             raise DpvipInputError(f"sigma_ratio {self.sigma_ratio} must be positive and finite")
         if self.sigma_ratio is not None and self.feature_norm is None:
-            raise DpvipInputError(f"sigma_ratio {self.sigma_ratio} centres on a private mean, which needs feature_norm to bound each feature vector")
+            raise DpvipInputError(
+                f"sigma_ratio {self.sigma_ratio} centres on a private mean, which needs feature_norm to bound each feature vector"
+            )
         if int(self.micro_batch) != self.micro_batch or self.micro_batch < 1:
             raise DpvipInputError(f"micro_batch {self.micro_batch} must be a positive integer")
 
@@ -100,7 +106,9 @@ def private_mean(features: torch.Tensor, feature_norm: float, sigma: float, gene
     mechanism on the sum of rows of norm at most `feature_norm`, divided by the public n."""
     largest = float(torch.linalg.vector_norm(features.float(), dim=1).max())
     if largest > feature_norm * (1 + NORM_SLACK):
-        raise DpvipInputError(f"a feature vector has norm {largest:.6g} > feature_norm {feature_norm}: the mean's sensitivity would not hold")
+        raise DpvipInputError(
+            f"a feature vector has norm {largest:.6g} > feature_norm {feature_norm}: the mean's sensitivity would not hold"
+        )
     return privatize([features.float().sum(0)], sigma, feature_norm, features.shape[0], generator)[0]
 
 
@@ -127,21 +135,33 @@ def calibrate(settings: ProbeSettings) -> dict:
         try:
             mu = gaussian.mu_for_epsilon(settings.epsilon, settings.delta)
         except ValueError as err:
-            raise DpvipInputError(f"epsilon {settings.epsilon} at delta {settings.delta} is out of reach of any Gaussian noise") from err
+            raise DpvipInputError(
+                f"epsilon {settings.epsilon} at delta {settings.delta} is out of reach of any Gaussian noise"
+            ) from err
         sigma_sgd = math.sqrt((1 / ratio**2 if ratio else 0.0) + steps) / mu
     sigma_mean = ratio * sigma_sgd if ratio else None
     mu = composed_mu(sigma_mean, sigma_sgd, steps)
-    return {"sigma_mean": sigma_mean, "sigma_sgd": sigma_sgd, "mu": mu, "epsilon": gaussian.epsilon_for_delta(mu, settings.delta), "delta": settings.delta}
+    return {
+        "sigma_mean": sigma_mean,
+        "sigma_sgd": sigma_sgd,
+        "mu": mu,
+        "epsilon": gaussian.epsilon_for_delta(mu, settings.delta),
+        "delta": settings.delta,
+    }
 
 
 def sgd_ledger(settings: ProbeSettings, privacy: dict) -> PrivacyLedger:
     """The ledger of the full-batch gradient steps (sigma_2): it counts them and gives the
     step its noise (pld accounts q = 1 exactly). The run reports the epsilon of these steps
     composed with the private mean (`privacy`), which is its budget here."""
-    return PrivacyLedger("pld", 1.0, privacy["sigma_sgd"], settings.clip_norm, settings.delta, privacy["epsilon"], settings.steps)
+    return PrivacyLedger(
+        "pld", 1.0, privacy["sigma_sgd"], settings.clip_norm, settings.delta, privacy["epsilon"], settings.steps
+    )
 
 
-def fit_probe(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, classes: int, settings: ProbeSettings) -> tuple[nn.Linear, torch.Tensor, dict | None]:
+def fit_probe(
+    train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, classes: int, settings: ProbeSettings
+) -> tuple[nn.Linear, torch.Tensor, dict | None]:
     """Train the probe on `train` (n, d); returns it, `test` prepared as `train` was
     (normalised, centred on the same private mean) and the privacy record (None without)."""
     settings.check()
@@ -149,7 +169,13 @@ def fit_probe(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tenso
     device = train.device
     privacy = None
     if settings.private:
-        privacy = calibrate(settings) | {"steps": settings.steps, "accountant": ACCOUNTANT, "clip_norm": settings.clip_norm, "feature_norm": settings.feature_norm, "examples": examples}
+        privacy = calibrate(settings) | {
+            "steps": settings.steps,
+            "accountant": ACCOUNTANT,
+            "clip_norm": settings.clip_norm,
+            "feature_norm": settings.feature_norm,
+            "examples": examples,
+        }
     train, test = train.float(), test.to(device).float()
     if settings.feature_norm is not None:
         train, test = normalise(train, settings.feature_norm), normalise(test, settings.feature_norm)
@@ -162,7 +188,17 @@ def fit_probe(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tenso
     nn.init.zeros_(probe.weight)
     params = [probe.weight]
     optimizer = make_optimizer("sgd", params, settings.lr, momentum=settings.momentum)
-    dp_step = DPStep(ClippedGradientSum(probe, settings.clip_norm), optimizer, sgd_ledger(settings, privacy), examples, settings.seed) if privacy else None
+    dp_step = (
+        DPStep(
+            ClippedGradientSum(probe, settings.clip_norm),
+            optimizer,
+            sgd_ledger(settings, privacy),
+            examples,
+            settings.seed,
+        )
+        if privacy
+        else None
+    )
     labels = train_labels.to(device)
     try:
         for step in range(settings.steps):
@@ -176,7 +212,14 @@ def fit_probe(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tenso
     return probe, test, privacy
 
 
-def train_probe(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, classes: int, settings: ProbeSettings) -> dict:
+def train_probe(
+    train: torch.Tensor,
+    train_labels: torch.Tensor,
+    test: torch.Tensor,
+    test_labels: torch.Tensor,
+    classes: int,
+    settings: ProbeSettings,
+) -> dict:
     """Private linear probing on `train` (n, d), scored on `test` (n_test, d): top-1 accuracy
     in percent, the privacy record, the settings (JSON-able)."""
     started = time.perf_counter()
@@ -186,4 +229,10 @@ def train_probe(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Ten
     check_features(train, train_labels, test, test_labels, classes)
     probe, test, privacy = fit_probe(train, train_labels, test, classes, settings)
     accuracy, _ = evaluate(probe, test, test_labels.to(test.device), softmax_loss, settings.micro_batch)
-    return {"accuracy": accuracy, "steps": settings.steps, "privacy": privacy, "settings": asdict(settings), "seconds": time.perf_counter() - started}
+    return {
+        "accuracy": accuracy,
+        "steps": settings.steps,
+        "privacy": privacy,
+        "settings": asdict(settings),
+        "seconds": time.perf_counter() - started,
+    }

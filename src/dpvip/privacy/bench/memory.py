@@ -130,5 +130,9 @@ def memory_method(device: str, mode: str = "live") -> str:
     first = f"over {MEMORY_STEPS} steps of a fresh model and AdamW (after one step on a one-example copy)"
     if device.startswith("cuda"):
         return f"CUDA max_memory_allocated {first} minus memory_allocated before them"
-    allocator = f"glibc mmap threshold fixed at {LIVE_MMAP_THRESHOLD // 1024} KiB, so freed tensors leave the RSS" if mode == "live" else "glibc defaults, allocator slack included"
+    allocator = (
+        f"glibc mmap threshold fixed at {LIVE_MMAP_THRESHOLD // 1024} KiB, so freed tensors leave the RSS"
+        if mode == "live"
+        else "glibc defaults, allocator slack included"
+    )
     return f"peak RSS (VmHWM, reset via /proc/self/clear_refs) {first} minus RSS before them, one forked child per method; {allocator}"

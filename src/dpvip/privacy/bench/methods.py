@@ -45,7 +45,10 @@ LEARNING_RATE = 1.0e-4
 # Known and harmless here: opacus' full backward hooks on layers whose inputs need no
 # gradient (the token indicators, the images), and vmap looping over the attention kernel
 # (no batching rule for CPU flash attention; part of what the vmap method costs).
-EXPECTED_WARNINGS = ("Full backward hook is firing", "There is a performance drop because we have not yet implemented the batching rule")
+EXPECTED_WARNINGS = (
+    "Full backward hook is firing",
+    "There is a performance drop because we have not yet implemented the batching rule",
+)
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,9 @@ class BenchSetup:
 
     def settings(self) -> MAESettings:
         size, decoder_depth = mae_variant(self.model)
-        settings = MAESettings(size, image_size=self.image_size, patch_size=self.patch_size, decoder_depth=decoder_depth)
+        settings = MAESettings(
+            size, image_size=self.image_size, patch_size=self.patch_size, decoder_depth=decoder_depth
+        )
         settings.check()
         if self.batch < 1 or (self.micro_batch is not None and self.micro_batch < 1):
             raise DpvipInputError(f"batch {self.batch} and micro-batch {self.micro_batch} must be positive")
@@ -188,7 +193,11 @@ class OpacusHooks(Method):
         from opacus.grad_sample import GradSampleModule
 
         self.module = GradSampleModule(model, batch_first=True, loss_reduction="sum", force_functorch=False)
-        fallback = [type(layer).__name__ for layer in self.module.iterate_submodules(model) if type(layer) not in self.module.GRAD_SAMPLERS]
+        fallback = [
+            type(layer).__name__
+            for layer in self.module.iterate_submodules(model)
+            if type(layer) not in self.module.GRAD_SAMPLERS
+        ]
         if fallback:
             raise RuntimeError(f"opacus would use functorch, not hooks, for {', '.join(fallback)}")
 
@@ -212,7 +221,11 @@ class OpacusGhost(Method):
         self.module = GradSampleModuleFastGradientClipping(
             model, batch_first=True, loss_reduction="mean", max_grad_norm=CLIP_NORM, use_ghost_clipping=True
         )
-        fallback = [type(layer).__name__ for layer in self.module.iterate_submodules(model) if type(layer) not in self.module.GRAD_SAMPLERS]
+        fallback = [
+            type(layer).__name__
+            for layer in self.module.iterate_submodules(model)
+            if type(layer) not in self.module.GRAD_SAMPLERS
+        ]
         if fallback:
             raise RuntimeError(f"opacus would use functorch, not hooks, for {', '.join(fallback)}")
         self.optimizer = DPOptimizerFastGradientClipping(

@@ -14,7 +14,15 @@ import torch
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method
-from dpvip.privacy.bench.methods import CLIP_NORM, EXPECTED_WARNINGS, METHOD_CLASSES, METHODS, NOISE_MULTIPLIER, BenchSetup, make_methods
+from dpvip.privacy.bench.methods import (
+    CLIP_NORM,
+    EXPECTED_WARNINGS,
+    METHOD_CLASSES,
+    METHODS,
+    NOISE_MULTIPLIER,
+    BenchSetup,
+    make_methods,
+)
 from dpvip.privacy.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
 
 TARGET_TIME_RATIO, TARGET_MEMORY_RATIO = 1.3, 1.5  # DESIGN.md, "Performance targets"
@@ -66,16 +74,25 @@ class BenchResult:
             for name in self.samples
         }
         return asdict(self.setup) | {
-            "threads": self.threads, "rounds": self.rounds, "warmup": self.warmup,
-            "torch": self.torch_version, "opacus": opacus.__version__,
-            "noise_multiplier": NOISE_MULTIPLIER, "clip_norm": CLIP_NORM, "memory_steps": MEMORY_STEPS,
-            "memory_mode": self.memory_mode, "memory": memory_method(self.setup.device, self.memory_mode),
+            "threads": self.threads,
+            "rounds": self.rounds,
+            "warmup": self.warmup,
+            "torch": self.torch_version,
+            "opacus": opacus.__version__,
+            "noise_multiplier": NOISE_MULTIPLIER,
+            "clip_norm": CLIP_NORM,
+            "memory_steps": MEMORY_STEPS,
+            "memory_mode": self.memory_mode,
+            "memory": memory_method(self.setup.device, self.memory_mode),
             "targets": {"time_ratio": TARGET_TIME_RATIO, "memory_ratio": TARGET_MEMORY_RATIO},
-            "methods": methods, "cross_check": self.cross_check,
+            "methods": methods,
+            "cross_check": self.cross_check,
         }
 
 
-def run_bench(setup: BenchSetup, methods: list[str], rounds: int = 5, warmup: int = 1, threads: int = 1, memory: str = "live") -> BenchResult:
+def run_bench(
+    setup: BenchSetup, methods: list[str], rounds: int = 5, warmup: int = 1, threads: int = 1, memory: str = "live"
+) -> BenchResult:
     setup.settings()  # bad names and sizes fail before anything runs
     names = ["nonprivate"] + [name for name in dict.fromkeys(methods) if name != "nonprivate"]
     for name in names:

@@ -78,7 +78,9 @@ def _serve(name: str, setup: BenchSetup, threads: int, connection) -> None:
             command = connection.recv()
             if command == "stop":
                 return
-            answer = method.clipped_sum(images, noise) if command == "clipped_sum" else _timed_step(method, images, noise)
+            answer = (
+                method.clipped_sum(images, noise) if command == "clipped_sum" else _timed_step(method, images, noise)
+            )
             connection.send((True, answer))
     except BaseException as err:  # the parent raises it
         connection.send((False, f"{type(err).__name__}: {err}"))
@@ -133,7 +135,9 @@ def cross_check(runners: dict) -> dict:
     if len(private) < 2:
         return {}
     reference = private[0].clipped_sum()
-    return {"reference": private[0].name} | {r.name: max_relative_difference(r.clipped_sum(), reference) for r in private[1:]}
+    return {"reference": private[0].name} | {
+        r.name: max_relative_difference(r.clipped_sum(), reference) for r in private[1:]
+    }
 
 
 def time_methods(runners: dict, rounds: int, warmup: int) -> dict[str, dict[str, list]]:
@@ -144,7 +148,7 @@ def time_methods(runners: dict, rounds: int, warmup: int) -> dict[str, dict[str,
     samples = {name: {"seconds": [], "cpu_seconds": [], "minor_faults": []} for name in runners}
     names = list(runners)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[: r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             wall, cpu, faults = runners[name].timed_step()
             samples[name]["seconds"].append(wall)
             samples[name]["cpu_seconds"].append(cpu)
