@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 CHECK_VENV := .venv-check
 CHECK_BIN := $(CHECK_VENV)/bin
 CHECK_STAMP := $(CHECK_VENV)/.installed
-CHECK_PACKAGES := 'snakemake>=9,<10' 'snakemake-executor-plugin-slurm>=2.7.1' 'snakefmt>=0.10' 'ruff>=0.6' \
+CHECK_PACKAGES := 'snakemake>=9,<10' 'snakemake-executor-plugin-slurm>=2.7.1' 'snakefmt>=0.10' 'ruff==0.17.*' \
 	'jsonschema>=4.20' 'pyyaml>=6' 'tqdm>=4.66' 'numpy>=1.26' pillow
 CORES ?= all
 
