@@ -67,8 +67,8 @@ class Phase1Settings:
     moco_milestones: tuple[int, ...] = (120, 160)
     seed: int = 0
     # How the run is carried out; none of these change the result.
-    checkpoint_every: int = 100
-    log_every: int = 10
+    checkpoint_every: int = 500
+    log_every: int = 50
     workers: int = 0
 
     OPERATIONAL = ("checkpoint_every", "log_every", "workers")

@@ -23,8 +23,8 @@ class PretrainSettings:
     seed: int = 0
     # How the run is carried out; none of these change the result.
     micro_batch: int | None = None
-    checkpoint_every: int = 100
-    log_every: int = 10
+    checkpoint_every: int = 500
+    log_every: int = 20
     workers: int = 0
 
     OPERATIONAL = ("micro_batch", "checkpoint_every", "log_every", "workers")
