@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 CHECK_VENV := .venv-check
 CHECK_BIN := $(CHECK_VENV)/bin
 CHECK_STAMP := $(CHECK_VENV)/.installed
-CHECK_PACKAGES := 'snakemake>=9,<10' 'snakemake-executor-plugin-slurm>=2.7.1' 'snakefmt>=0.10' 'ruff==0.17.*' \
+CHECK_PACKAGES := 'snakemake>=9,<10' 'snakemake-executor-plugin-slurm>=2.7.1' 'snakefmt>=0.10' 'ruff==0.17.*' 'import-linter>=2.1,<3' \
 	'jsonschema>=4.20' 'pyyaml>=6' 'tqdm>=4.66' 'numpy>=1.26' pillow
 CORES ?= all
 
@@ -54,10 +54,11 @@ $(CHECK_STAMP): Makefile
 	$(CHECK_BIN)/python -m pip install --quiet $(CHECK_PACKAGES)
 	touch $@
 
-# Lint (ruff, snakemake), format (ruff, snakefmt) and dry runs of the embedded and the paper config (the Slurm profile's).
+# Lint (ruff, snakemake), format (ruff, snakefmt), import contracts (import-linter) and dry runs of the embedded and the paper config (the Slurm profile's).
 check: $(CHECK_STAMP)
 	$(CHECK_BIN)/ruff check src tests workflow_scripts
 	$(CHECK_BIN)/ruff format --check src tests workflow_scripts
+	PYTHONPATH=src $(CHECK_BIN)/lint-imports --no-cache
 	$(CHECK_BIN)/snakefmt --check Snakefile rules
 	$(CHECK_BIN)/snakemake --lint --quiet
 	$(CHECK_BIN)/snakemake -n --quiet rules reason host

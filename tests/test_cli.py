@@ -137,8 +137,13 @@ def test_bad_input_exits_2_with_one_line(args, message):
     assert done.stdout == ""
 
 
-def test_cli_accountant_choices_are_the_library_accountants():
-    from dpvip.cli import ACCOUNTANT_CHOICES
+def test_the_accountant_flag_takes_exactly_the_library_accountants(capsys):
+    from dpvip.cli import build_parser
     from dpvip.privacy.accounting import ACCOUNTANTS
 
-    assert ACCOUNTANT_CHOICES == ACCOUNTANTS
+    parser = build_parser()
+    base = ["privacy", "sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "1", "--delta", "1e-5"]
+    assert [parser.parse_args([*base, "--accountant", name]).accountant for name in ACCOUNTANTS] == list(ACCOUNTANTS)
+    with pytest.raises(SystemExit) as refused:
+        parser.parse_args([*base, "--accountant", "moments"])
+    assert refused.value.code == 2 and "invalid choice: 'moments'" in capsys.readouterr().err

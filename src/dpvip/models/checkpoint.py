@@ -9,14 +9,33 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from dpvip.errors import DpvipInputError
+from dpvip.errors import DpvipInputError, first_line
+from dpvip.files import atomic_target
 from dpvip.models import MAESettings, mae_size
-from dpvip.train.checkpoint import load, save_atomic
 
 if TYPE_CHECKING:  # the model (timm) is imported only where one is built
     from dpvip.models.mae import MaskedAutoencoder
 
 FORMAT = "dpvip.mae/1"
+
+
+def save_atomic(payload: dict, path: str | Path) -> None:
+    """torch.save through a temporary file: a crash leaves the previous checkpoint intact."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_target(path) as partial:
+        torch.save(payload, partial)
+
+
+def load(path: str | Path, device: str | torch.device = "cpu") -> dict:
+    """A checkpoint of tensors and plain values (weights_only), or one clear error."""
+    path = Path(path)
+    if not path.is_file():
+        raise DpvipInputError(f"checkpoint {path} does not exist")
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:  # a truncated or foreign file: say which, in one line
+        raise DpvipInputError(f"checkpoint {path} cannot be read: {first_line(err)}") from None
 
 
 def architecture(settings: MAESettings) -> dict:

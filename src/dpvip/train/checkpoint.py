@@ -1,33 +1,17 @@
-"""Checkpoints written atomically (a crash leaves the previous one intact), holding only
+"""Training state: checkpoints written atomically (`save_atomic`, `load`: the models layer's,
+which writes the released weights the same way) and the random generators' states, held as
 tensors and plain values so they load with torch.load(weights_only=True)."""
 
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from dpvip.errors import DpvipInputError, first_line
-from dpvip.files import atomic_target
+from dpvip.models.checkpoint import load, save_atomic
 
-
-def save_atomic(payload: dict, path: str | Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_target(path) as partial:
-        torch.save(payload, partial)
-
-
-def load(path: str | Path, device: str | torch.device = "cpu") -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise DpvipInputError(f"checkpoint {path} does not exist")
-    try:
-        return torch.load(path, map_location=device, weights_only=True)
-    except Exception as err:  # a truncated or foreign file: say which, in one line
-        raise DpvipInputError(f"checkpoint {path} cannot be read: {first_line(err)}") from None
+__all__ = ["load", "restore_rng_states", "rng_states", "save_atomic"]
 
 
 def rng_states() -> dict:

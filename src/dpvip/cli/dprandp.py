@@ -1,10 +1,12 @@
 """`dpvip dprandp ...`: DP-RandP outside the workflow, from a workflow configuration file
-(its `synthetic` and `dprandp` sections). Registered by `dpvip.cli.build_parser`."""
+(its `synthetic` and `dprandp` sections)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from dpvip.cli._common import command_group
 
 
 def _plan(path: str):
@@ -68,10 +70,8 @@ def cmd_private(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_dprandp_commands(commands) -> None:
-    from dpvip.cli import _command_group
-
-    group = _command_group(commands, "dprandp", "DP-RandP: Phase I, then Phases II and III")
+def add_commands(commands) -> None:
+    group = command_group(commands, "dprandp", "DP-RandP: Phase I, then Phases II and III")
     plan = group.add_parser("plan", help="list the Phase I and private runs of a configuration")
     plan.add_argument("--config", default="config/config.yaml")
     plan.set_defaults(handler=cmd_plan)

@@ -1,10 +1,12 @@
 """`dpvip data ...`: the LAION-format pre-training data (embedded natural-image stand-in,
-img2dataset ingestion, indexing existing shards). Registered by `dpvip.cli.build_parser`."""
+img2dataset ingestion, indexing existing shards)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from dpvip.cli._common import command_group, positive_int
 
 
 def cmd_natural(args: argparse.Namespace) -> int:
@@ -57,11 +59,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_data_commands(commands) -> None:
+def add_commands(commands) -> None:
     """`dpvip data natural|ingest|index`, added to the `dpvip` subcommands `commands`."""
-    from dpvip.cli import _command_group, _positive_int  # dpvip.cli imports this module: import when called
-
-    data_commands = _command_group(commands, "data", "LAION-format webdataset shards for DP pre-training")
+    data_commands = command_group(commands, "data", "LAION-format webdataset shards for DP pre-training")
     checksums = argparse.ArgumentParser(add_help=False)
     checksums.add_argument(
         "--no-checksums",
@@ -78,9 +78,9 @@ def add_data_commands(commands) -> None:
         "so a rerun resumes.",
     )
     natural.add_argument("--out", required=True, help="output folder")
-    natural.add_argument("--images", type=_positive_int, required=True)
-    natural.add_argument("--resolution", type=_positive_int, required=True, help="crop side in pixels")
-    natural.add_argument("--shard-size", type=_positive_int, default=512)
+    natural.add_argument("--images", type=positive_int, required=True)
+    natural.add_argument("--resolution", type=positive_int, required=True, help="crop side in pixels")
+    natural.add_argument("--shard-size", type=positive_int, default=512)
     natural.add_argument("--seed", type=int, default=0)
     natural.set_defaults(handler=cmd_natural)
 
@@ -94,12 +94,12 @@ def add_data_commands(commands) -> None:
         "--urls", required=True, help="URL list: parquet, csv, tsv, txt or json file, or a folder of them"
     )
     ingest.add_argument("--out", required=True, help="output folder")
-    ingest.add_argument("--image-size", type=_positive_int, default=256)
+    ingest.add_argument("--image-size", type=positive_int, default=256)
     ingest.add_argument("--resize-mode", default="keep_ratio", help="keep_ratio, border, center_crop, ...")
-    ingest.add_argument("--processes", type=_positive_int, default=1)
-    ingest.add_argument("--threads", type=_positive_int, default=8, help="download threads per process")
-    ingest.add_argument("--shard-size", type=_positive_int, default=10000, help="URLs per shard")
-    ingest.add_argument("--timeout", type=_positive_int, default=10, help="seconds per download")
+    ingest.add_argument("--processes", type=positive_int, default=1)
+    ingest.add_argument("--threads", type=positive_int, default=8, help="download threads per process")
+    ingest.add_argument("--shard-size", type=positive_int, default=10000, help="URLs per shard")
+    ingest.add_argument("--timeout", type=positive_int, default=10, help="seconds per download")
     ingest.add_argument("--retries", type=int, default=0)
     ingest.add_argument("--url-column", default="url", help="LAION-400M parquet: URL")
     ingest.add_argument("--caption-column", default="caption", help="used when present; LAION-400M parquet: TEXT")
@@ -116,6 +116,6 @@ def add_data_commands(commands) -> None:
     )
     index.add_argument("--name", default="laion", help="dataset name recorded in the index")
     index.add_argument(
-        "--threads", type=_positive_int, default=8, help="shards read in parallel (helps on network file systems)"
+        "--threads", type=positive_int, default=8, help="shards read in parallel (helps on network file systems)"
     )
     index.set_defaults(handler=cmd_index)

@@ -1,0 +1,34 @@
+"""The `dpvip` command line: privacy accounting, synthetic data, LAION-format data,
+pre-training, DP-RandP, benchmarks, bundle checks. One module per command group.
+
+Bad input prints one line `dpvip: error: ...` and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dpvip.cli import bench, bundle, data, dprandp, pretrain, privacy, synthetic
+from dpvip.cli._common import EXIT_BAD_INPUT, OneLineParser
+from dpvip.errors import DpvipInputError
+
+GROUPS = (privacy, bundle, synthetic, pretrain, bench, data, dprandp)  # in `dpvip --help` order
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="dpvip", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    for group in GROUPS:
+        group.add_commands(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except DpvipInputError as err:
+        print(f"dpvip: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT

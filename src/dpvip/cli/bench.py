@@ -1,0 +1,91 @@
+"""`dpvip bench synthetic|dp-step|workflow`: ratios measured side by side in one run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dpvip.cli._common import command_group, positive_int
+
+
+def cmd_bench_synthetic(args: argparse.Namespace) -> int:
+    from dpvip.synthetic.bench import format_rows, rows_as_records, run_bench
+
+    rows = run_bench(args.families, args.resolutions, args.images, args.processes)
+    print(json.dumps(rows_as_records(rows)) if args.json else format_rows(rows))
+    return 0
+
+
+def cmd_bench_dp_step(args: argparse.Namespace) -> int:
+    from dpvip.models import MAESettings, mae_variant
+
+    size, decoder_depth = mae_variant(args.model)  # bad names fail before torch is imported
+    MAESettings(size, image_size=args.image_size, patch_size=args.patch_size, decoder_depth=decoder_depth).check()
+    from dpvip.privacy.bench import BenchSetup, format_result, run_bench
+
+    setup = BenchSetup(args.model, args.image_size, args.patch_size, args.batch, args.micro_batch, args.device)
+    result = run_bench(setup, args.methods, args.rounds, args.warmup, args.threads, args.memory)
+    print(json.dumps(result.record(), sort_keys=True) if args.json else format_result(result))
+    return 0
+
+
+def cmd_bench_workflow(args: argparse.Namespace) -> int:
+    from dpvip.report.workflow_bench import bench_workflow, format_summary
+
+    summary = bench_workflow(args.directory, args.out)
+    print(json.dumps(summary) if args.json else format_summary(summary))
+    return 0
+
+
+def add_commands(commands) -> None:
+    from dpvip.synthetic import FAMILIES
+
+    bench_commands = command_group(commands, "bench", "benchmarks (ratios measured side by side in one run)")
+    synthetic = bench_commands.add_parser("synthetic", help="images/s per synthetic family and resolution")
+    synthetic.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
+    synthetic.add_argument("--resolutions", nargs="+", type=positive_int, default=[32, 64, 128, 256])
+    synthetic.add_argument("--images", type=positive_int, default=96, help="images per measurement")
+    synthetic.add_argument("--processes", type=positive_int, default=2, help="worker processes for the split run")
+    synthetic.add_argument("--json", action="store_true")
+    synthetic.set_defaults(handler=cmd_bench_synthetic)
+    dp_step = bench_commands.add_parser(
+        "dp-step",
+        help="time and peak memory of DP training steps against the non-private step",
+        description="Methods: nonprivate, ours (ClippedGradientSum), vmap (torch.func over the whole model), "
+        "opacus_hooks, opacus_ghost; each a full AdamW step on the same model, batch and mask noise.",
+    )
+    dp_step.add_argument("--model", default="micro", help="MAE size, or <size>_dec<depth>")
+    dp_step.add_argument("--image-size", type=positive_int, default=32)
+    dp_step.add_argument("--patch-size", type=positive_int, default=4)
+    dp_step.add_argument("--batch", type=positive_int, default=64)
+    dp_step.add_argument(
+        "--micro-batch", type=positive_int, default=None, help="split the batch for the DP methods (default: one pass)"
+    )
+    dp_step.add_argument("--rounds", type=positive_int, default=5, help="timed round-robin rounds (median reported)")
+    dp_step.add_argument("--warmup", type=int, default=1, help="untimed steps per method first")
+    dp_step.add_argument("--threads", type=positive_int, default=1)
+    dp_step.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    dp_step.add_argument(
+        "--memory",
+        choices=["live", "rss"],
+        default="live",
+        help="CPU peak memory: live tensor bytes (glibc mmap threshold fixed) or raw RSS with allocator slack",
+    )
+    dp_step.add_argument(
+        "--methods",
+        nargs="+",
+        default=["nonprivate", "ours", "vmap", "opacus_hooks", "opacus_ghost"],
+        help="nonprivate is always run (the ratios' base)",
+    )
+    dp_step.add_argument("--json", action="store_true")
+    dp_step.set_defaults(handler=cmd_bench_dp_step)
+    workflow = bench_commands.add_parser(
+        "workflow",
+        help="where the last workflow run's time went: per stage, the slowest jobs, start-up share",
+        description="Reads results/benchmarks and results/logs of the last Snakemake run in DIRECTORY and writes "
+        "results/benchmarks/workflow.json.",
+    )
+    workflow.add_argument("--directory", default=".", help="the workflow's working directory (default: here)")
+    workflow.add_argument("--out", help="where to write the summary (default: results/benchmarks/workflow.json)")
+    workflow.add_argument("--json", action="store_true")
+    workflow.set_defaults(handler=cmd_bench_workflow)

@@ -1,0 +1,34 @@
+"""`dpvip bundle verify`: check a results bundle against its manifest."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dpvip.cli._common import command_group
+from dpvip.errors import DpvipInputError
+
+
+def cmd_bundle_verify(args: argparse.Namespace) -> int:
+    from dpvip.report.bundle import verify_bundle
+
+    if not Path(args.directory).is_dir():
+        raise DpvipInputError(f"bundle directory {args.directory} does not exist")
+    result = verify_bundle(args.directory)
+    for name in result.missing:
+        print(f"missing: {name}")
+    for name in result.changed:
+        print(f"changed: {name}")
+    for name in result.unlisted:
+        print(f"not in manifest (ignored): {name}")
+    if result.ok:
+        print(f"bundle {args.directory}: every file matches its hash")
+        return 0
+    return 1
+
+
+def add_commands(commands) -> None:
+    bundle_commands = command_group(commands, "bundle", "results bundle")
+    verify = bundle_commands.add_parser("verify", help="check every file against MANIFEST.sha256")
+    verify.add_argument("directory")
+    verify.set_defaults(handler=cmd_bundle_verify)

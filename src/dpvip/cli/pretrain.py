@@ -1,0 +1,102 @@
+"""`dpvip pretrain mae|dp-mae`: (Syn)-ViP and ViP training outside the workflow, on one
+process or several (torchrun)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from dpvip.cli._common import command_group, positive_int
+from dpvip.errors import DpvipInputError
+
+
+def _read_settings(path: str, settings_class, size: str):
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise DpvipInputError(f"settings file {path} does not exist")
+    return settings_class.from_config(yaml.safe_load(path.read_text()) or {}, size)
+
+
+def _train(args: argparse.Namespace, command: list[str], check_split, train) -> int:
+    """Run `train()` here, or relaunch `command` (this command) under torchrun with --procs N."""
+    from dpvip.train.launch import run_torchrun
+
+    if args.procs > 1 and "WORLD_SIZE" not in os.environ:
+        check_split(args.procs)
+        forwarded = [*command, "--settings", args.settings, "--size", args.size, "--data", args.data, "--out", args.out]
+        if getattr(args, "init", None):
+            forwarded += ["--init", args.init]
+        try:
+            run_torchrun(args.procs, forwarded)
+        except RuntimeError as err:  # the ranks have printed their own errors above
+            print(f"dpvip: error: {err}", file=sys.stderr)
+            return 1
+        return 0
+    record = train()
+    if os.environ.get("RANK", "0") == "0":
+        privacy = record.get("privacy")
+        spent = f", epsilon {privacy['epsilon_spent']:.3f} at delta {privacy['delta']:.3g}" if privacy else ""
+        print(
+            f"{args.out}/model.pt: {record['steps']} steps, {record['images_seen']} images, {record['skipped_samples']} skipped{spent}"
+        )
+    return 0
+
+
+def cmd_pretrain_mae(args: argparse.Namespace) -> int:
+    from dpvip.train.mae_pretrain import pretrain_mae
+    from dpvip.train.settings import PretrainSettings
+
+    settings = _read_settings(args.settings, PretrainSettings, args.size)
+    return _train(args, ["pretrain", "mae"], settings.check_split, lambda: pretrain_mae(settings, args.data, args.out))
+
+
+def cmd_pretrain_dp_mae(args: argparse.Namespace) -> int:
+    from dpvip.train.dp_mae import dp_train_mae
+    from dpvip.train.dp_settings import DPPretrainSettings
+
+    settings = _read_settings(args.settings, DPPretrainSettings, args.size)
+    return _train(
+        args, ["pretrain", "dp-mae"], lambda procs: None, lambda: dp_train_mae(settings, args.data, args.out, args.init)
+    )
+
+
+def _training_arguments(parser, settings_keys: str) -> None:
+    from dpvip.models import MAE_SIZES
+
+    parser.add_argument(
+        "--settings",
+        required=True,
+        help=f"YAML/JSON of training settings (keys of {settings_keys} in config/schema.yaml)",
+    )
+    parser.add_argument("--size", required=True, help=f"MAE size ({', '.join(MAE_SIZES)}) or <size>_dec<depth>")
+    parser.add_argument("--data", required=True, help="index.json of the training shards")
+    parser.add_argument("--out", required=True, help="run folder")
+    parser.add_argument(
+        "--procs", type=positive_int, default=1, help="processes (GPUs) on this node, launched with torchrun"
+    )
+
+
+def add_commands(commands) -> None:
+    pretrain_commands = command_group(commands, "pretrain", "MAE pre-training, non-private and DP")
+    mae = pretrain_commands.add_parser(
+        "mae",
+        help="masked-autoencoder pre-training on webdataset shards ((Syn)-ViP)",
+        description="Resumes from OUT/work/state.pt if present; writes OUT/model.pt and OUT/metrics.jsonl.",
+    )
+    _training_arguments(mae, "pretrain.syn_vip")
+    mae.set_defaults(handler=cmd_pretrain_mae)
+    dp_mae = pretrain_commands.add_parser(
+        "dp-mae",
+        help="DP masked-autoencoder training with Poisson sampling and DP-AdamW (ViP)",
+        description="Calibrates sigma for (epsilon, delta, q, T), then trains; resumes from OUT/work/state.pt "
+        "(refusing another q, sigma or C); writes OUT/model.pt (with the privacy ledger) and OUT/metrics.jsonl.",
+    )
+    _training_arguments(dp_mae, "dp_pretrain.settings")
+    dp_mae.add_argument(
+        "--init", help="MAE checkpoint to start from (a (Syn)-ViP model.pt); default: random initialisation"
+    )
+    dp_mae.set_defaults(handler=cmd_pretrain_dp_mae)
