@@ -143,3 +143,57 @@ rule figure_vip_evaluations:
         shapes=mae_shapes(),
     script:
         "../workflow_scripts/figure_vip_evaluations.py"
+
+
+rule figure_dprandp:
+    input:
+        paper_values=DPRANDP_VALUES,
+        results=lambda wildcards: dprandp_results(wildcards.figure)[1],
+    output:
+        report(
+            figure_files("dprandp_{figure}"),
+            caption="../report/dprandp_figures.rst",
+            category="Figures",
+            subcategory="DP-RandP",
+        ),
+    log:
+        f"{LOGS}/figures/dprandp_{{figure}}.log",
+    benchmark:
+        f"{BENCHMARKS}/figures/dprandp_{{figure}}.tsv"
+    wildcard_constraints:
+        figure="|".join(DPRANDP_FIGURES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        plan=RANDP_PLAN,
+        scale=config["scale"],
+        runs=lambda wildcards: dprandp_results(wildcards.figure)[0],
+    script:
+        "../workflow_scripts/figure_dprandp.py"
+
+
+rule figure_mehta:
+    input:
+        results=f"{TRANSFER}/mehta_{{figure}}.json",
+    output:
+        report(
+            figure_files("mehta_{figure}"),
+            caption="../report/mehta_figures.rst",
+            category="Figures",
+            subcategory="Mehta et al.",
+        ),
+    log:
+        f"{LOGS}/figures/mehta_{{figure}}.log",
+    benchmark:
+        f"{BENCHMARKS}/figures/mehta_{{figure}}.tsv"
+    wildcard_constraints:
+        figure="|".join(MEHTA_FIGURES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        section=TRANSFER_CONFIG,
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/figure_mehta.py"

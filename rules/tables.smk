@@ -123,3 +123,112 @@ rule table_vip_result:
         scale=config["scale"],
     script:
         "../workflow_scripts/table_vip_result.py"
+
+
+rule table_dprandp:
+    input:
+        paper_values=DPRANDP_VALUES,
+        results=lambda wildcards: dprandp_results(wildcards.table)[1],
+    output:
+        report(
+            table_files("dprandp_{table}"),
+            caption="../report/dprandp_results.rst",
+            category="Tables",
+            subcategory="DP-RandP",
+        ),
+    log:
+        f"{LOGS}/tables/dprandp_{{table}}.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/dprandp_{{table}}.tsv"
+    wildcard_constraints:
+        table="|".join(DPRANDP_TABLES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        plan=RANDP_PLAN,
+        scale=config["scale"],
+        runs=lambda wildcards: dprandp_results(wildcards.table)[0],
+    script:
+        "../workflow_scripts/table_dprandp.py"
+
+
+rule table_dprandp_claims:
+    input:
+        results=dprandp_results("claims")[1],
+    output:
+        report(
+            table_files("dprandp_claims"),
+            caption="../report/dprandp_claims.rst",
+            category="Tables",
+            subcategory="DP-RandP",
+        ),
+    log:
+        f"{LOGS}/tables/dprandp_claims.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/dprandp_claims.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        plan=RANDP_PLAN,
+        scale=config["scale"],
+        runs=dprandp_results("claims")[0],
+    script:
+        "../workflow_scripts/table_dprandp_claims.py"
+
+
+rule table_dprandp_probe:
+    input:
+        paper_values=DPRANDP_VALUES,
+        results=lambda wildcards: f"{TRANSFER}/dprandp_probe_{PROBE_TABLES[wildcards.table]}.json",
+    output:
+        report(
+            table_files("dprandp_{table}"),
+            caption="../report/dprandp_probe.rst",
+            category="Tables",
+            subcategory="DP-RandP",
+        ),
+    log:
+        f"{LOGS}/tables/dprandp_{{table}}.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/dprandp_{{table}}.tsv"
+    wildcard_constraints:
+        table="|".join(PROBE_TABLES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        paper="dprandp",
+        section=TRANSFER_CONFIG,
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/table_transfer.py"
+
+
+rule table_mehta:
+    input:
+        paper_values=MEHTA_VALUES,
+        results=f"{TRANSFER}/mehta_{{table}}.json",
+    output:
+        report(
+            table_files("mehta_{table}"),
+            caption="../report/mehta_tables.rst",
+            category="Tables",
+            subcategory="Mehta et al.",
+        ),
+    log:
+        f"{LOGS}/tables/mehta_{{table}}.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/mehta_{{table}}.tsv"
+    wildcard_constraints:
+        table="|".join(MEHTA_TABLES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        paper="mehta",
+        section=TRANSFER_CONFIG,
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/table_transfer.py"
