@@ -90,10 +90,20 @@ def test_the_package_schema_is_the_checkouts(root):
 def test_an_installed_wheel_validates_as_a_checkout_does(root, tmp_path):
     """Built and installed elsewhere, without the checkout: the schema comes with it, so the
     defaults are filled and a bad key is refused by name."""
+    import shutil
     import subprocess
     import sys
     import zipfile
 
+    # Built from a copy: setuptools writes build/ beside the sources it builds.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(root / name, source / name)
+    for name in ("src", "config"):
+        shutil.copytree(
+            root / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+        )
     built = subprocess.run(
         [
             sys.executable,
@@ -105,7 +115,7 @@ def test_an_installed_wheel_validates_as_a_checkout_does(root, tmp_path):
             "-q",
             "-w",
             str(tmp_path / "dist"),
-            str(root),
+            str(source),
         ],
         capture_output=True,
         text=True,

@@ -1,1 +1,0 @@
-"""Tables, figures, paper values and the results bundle."""
