@@ -4,7 +4,8 @@ Every DP path (DP-MAE pre-training, DP fine-tuning, DP-RandP Phases II/III, Meht
 head and DP-RandP's private probe) takes its steps through a `DPStep`, which in order:
 
 1. charges the ledger (before the noisy gradient exists; a step past the budget is refused);
-2. draws the step's Poisson batch (`batch`; the rate is the ledger's q);
+2. draws the step's Poisson batch (`batch(step)`, or its `sampler` as a data loader's batch
+   sampler; the rate is the ledger's q);
 3. adds each micro-batch's per-example clipped gradients to a sum (`ClippedGradientSum`,
    with augmentation multiplicity when the clipper has views);
 4. sums over ranks, adds N(0, (sigma C)^2) once, sigma and C being the ledger's, and divides
@@ -40,7 +41,8 @@ Losses = Callable[[], torch.Tensor]  # a forward pass: per-example losses (K row
 
 @dataclass(frozen=True)
 class StepReport:
-    """What one step saw (not privatised: diagnostics for logs, never released)."""
+    """What one step saw, computed on the private batch without noise: diagnostics, outside
+    the run's (epsilon, delta) guarantee wherever they are published."""
 
     loss_sum: float  # sum over examples of their losses (mean over an example's views)
     examples: int  # this rank's realised batch
