@@ -72,7 +72,7 @@ def synthetic_shards(wildcards):
 
 
 # (Syn)-ViP pre-training runs, checked here (without torch) before any job.
-from dpvip.train.settings import syn_vip_settings
+from dpvip.plan.pretrain import syn_vip_settings
 
 PRETRAIN = f"{RESULTS}/pretrain"
 SYN_VIP = config["pretrain"]["syn_vip"]
@@ -97,7 +97,7 @@ def syn_vip_run(model):
 
 
 # DP pre-training runs (ViP step 2): the main runs and the ablations, checked here.
-from dpvip.train.dp_runs import expand_runs, figure_runs
+from dpvip.plan.vip_runs import expand_runs, figure_runs
 
 DP_PRETRAIN = f"{RESULTS}/dp_pretrain"
 DP = config["dp_pretrain"]
@@ -141,10 +141,10 @@ def dp_figure_inputs(wildcards):
 
 
 # ViP evaluations: exactly the jobs some ViP table or figure cell needs, checked here.
-from dpvip.evaluate.plan import EvaluationPlan, all_evaluations
+from dpvip.plan.vip_evaluations import EvaluationPlan, all_evaluations
 from dpvip.report.paper_values import load_paper_values, paper_table
-from dpvip.report.vip_rows import VIP_TABLES, Backbones, table_rows
-from dpvip.train.dp_runs import ablation_model
+from dpvip.plan.vip_rows import VIP_TABLES, Backbones, table_rows
+from dpvip.plan.vip_runs import ablation_model
 
 EVALUATE = f"{RESULTS}/evaluate"
 EVAL = config["evaluate"]
@@ -225,12 +225,12 @@ def mae_shapes():
 
 
 # DP-RandP: Phase I pre-trainings and private runs, exactly those some DP-RandP table,
-# figure or claim needs (dpvip.report.dprandp_rows), checked here before any job.
-from dpvip.randp.plan import DPRandPPlan
-from dpvip.randp.private_settings import private_settings
-from dpvip.report.dprandp_rows import FIGURES as DPRANDP_FIGURES
-from dpvip.report.dprandp_rows import TABLES as DPRANDP_TABLES
-from dpvip.report.dprandp_rows import all_runs, needs
+# figure or claim needs (dpvip.plan.dprandp_rows), checked here before any job.
+from dpvip.plan.dprandp_runs import DPRandPPlan
+from dpvip.plan.dprandp_private import private_settings
+from dpvip.plan.dprandp_rows import FIGURES as DPRANDP_FIGURES
+from dpvip.plan.dprandp_rows import TABLES as DPRANDP_TABLES
+from dpvip.plan.dprandp_rows import all_runs, needs
 
 DPRANDP = f"{RESULTS}/dprandp"
 RANDP = config["dprandp"]
@@ -279,8 +279,8 @@ def dprandp_results(name):
 
 
 # DP transfer: feature caches and the linear-head studies of Mehta et al. and DP-RandP.
-from dpvip.transfer.plan import MEHTA_FIGURES, MEHTA_TABLES, PROBE_TABLES, STUDIES
-from dpvip.transfer.plan import TransferPlan
+from dpvip.plan.transfer import MEHTA_FIGURES, MEHTA_TABLES, PROBE_TABLES, STUDIES
+from dpvip.plan.transfer import TransferPlan
 
 TRANSFER = f"{RESULTS}/dp_transfer"
 TRANSFER_CONFIG = config["dp_transfer"]

@@ -1,5 +1,5 @@
 # ViP's downstream evaluations: one job per (task, backbone, dataset) that a ViP table or
-# figure needs (EVALUATIONS, from dpvip.evaluate.plan); each writes a small JSON result.
+# figure needs (EVALUATIONS, from dpvip.plan.vip_evaluations); each writes a small JSON result.
 
 
 wildcard_constraints:

@@ -33,7 +33,10 @@ def missing() -> str | None:
     """Why no cluster can be started here, or None."""
     absent = [name for name in (*DAEMONS, *CLIENTS) if not (shutil.which(name) or Path(f"/usr/sbin/{name}").exists())]
     if absent:
-        return f"Slurm is not installed ({', '.join(absent)} missing): `apt-get install slurm-wlm munge` as root, as `make test` does"
+        return (
+            f"Slurm is not installed ({', '.join(absent)} missing): "
+            "`apt-get install slurm-wlm munge` as root, as `make test` does"
+        )
     if os.geteuid() != 0:
         return "the test cluster runs slurmd, which needs root"
     return None

@@ -15,14 +15,14 @@ import yaml
 
 # schema section -> the settings class that reads it
 SETTINGS = {
-    "pretrain.syn_vip": "dpvip.train.settings:PretrainSettings",
-    "dp_pretrain.settings": "dpvip.train.dp_settings:DPPretrainSettings",
+    "pretrain.syn_vip": "dpvip.plan.pretrain:PretrainSettings",
+    "dp_pretrain.settings": "dpvip.plan.dp_pretrain:DPPretrainSettings",
     "evaluate.few_shot": "dpvip.evaluate.finetune:FinetuneSettings",
     "evaluate.coco": "dpvip.evaluate.detection:DetectionSettings",
     "evaluate.ade20k": "dpvip.evaluate.segmentation:SegmentationSettings",
     "evaluate.dp_finetune": "dpvip.evaluate.dp_finetune:DPFinetuneSettings",
-    "dprandp.phase1": "dpvip.randp.phase1_settings:Phase1Settings",
-    "dprandp.private": "dpvip.randp.private_settings:PrivateSettings",
+    "dprandp.phase1": "dpvip.plan.dprandp_phase1:Phase1Settings",
+    "dprandp.private": "dpvip.plan.dprandp_private:PrivateSettings",
 }
 # Keys the workflow needs to build a job but which only the configuration knows: the
 # settings classes take them as required arguments (the schema's defaults are the paper's).

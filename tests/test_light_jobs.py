@@ -1,7 +1,9 @@
-"""Jobs that only read small result files and write tables, figures or the bundle start in
-a second or two: they import neither torch nor torchvision (4-5 s of a job's start-up here).
+"""What must not load torch: the plan (`dpvip.plan`) and everything the Snakefile imports,
+so the workflow checks its config and knows every job in a second; and the jobs that only
+read small result files and write tables, figures or the bundle, so they start in a second or
+two (torch and torchvision cost 4-5 s of a job's start-up here).
 
-Each such rule's script is found in rules/*.smk; its imports, and the plan modules whose
+Each light rule's script is found in rules/*.smk; its imports, and the plan modules whose
 objects Snakemake unpickles into its `params`, are run in a fresh interpreter that then
 reports the heavy packages it loaded."""
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import pkgutil
 import re
 import subprocess
 import sys
@@ -16,17 +19,13 @@ from pathlib import Path
 
 import pytest
 
+import dpvip.plan
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "torchvision", "timm", "opacus")
-# Modules whose objects the Snakefile passes to jobs as params (unpickled before the script).
-PLAN_MODULES = (
-    "dpvip.evaluate.plan",
-    "dpvip.randp.plan",
-    "dpvip.transfer.plan",
-    "dpvip.train.dp_runs",
-    "dpvip.report.vip_rows",
-    "dpvip.report.dprandp_rows",
-)
+# The Snakefile passes plan objects to jobs as params (unpickled before the script runs).
+PLAN_MODULES = tuple(f"dpvip.plan.{m.name}" for m in pkgutil.iter_modules(dpvip.plan.__path__))
+WORKFLOW_IMPORT = re.compile(r"^\s*(?:from\s+(dpvip[\w.]*)\s+import|import\s+(dpvip[\w.]*))", re.M)
 LIGHT_RULE = re.compile(r"^(table_|figure_|bundle)")
 
 
@@ -73,6 +72,12 @@ def heavy_modules_after_importing(modules: list[str]) -> list[str]:
     return json.loads(done.stdout)
 
 
+def workflow_imports() -> list[str]:
+    """The dpvip modules the Snakefile and rules/*.smk import."""
+    sources = [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]
+    return sorted({a or b for source in sources for a, b in WORKFLOW_IMPORT.findall(source.read_text())})
+
+
 LIGHT_SCRIPTS = {rule: script for rule, script in rule_scripts().items() if LIGHT_RULE.match(rule)}
 
 
@@ -90,6 +95,34 @@ def test_every_table_figure_and_bundle_rule_is_found():
         "bundle_report",
     } <= set(LIGHT_SCRIPTS)
     assert len(LIGHT_SCRIPTS) == 19  # every table_/figure_/bundle rule in rules/*.smk
+
+
+def test_the_plan_has_every_planning_module():
+    assert set(PLAN_MODULES) >= {
+        "dpvip.plan.pretrain",
+        "dpvip.plan.dp_pretrain",
+        "dpvip.plan.vip_runs",
+        "dpvip.plan.vip_rows",
+        "dpvip.plan.vip_evaluations",
+        "dpvip.plan.dprandp_phase1",
+        "dpvip.plan.dprandp_runs",
+        "dpvip.plan.dprandp_private",
+        "dpvip.plan.dprandp_rows",
+        "dpvip.plan.transfer",
+    }
+
+
+def test_the_plan_and_the_workflow_imports_load_no_torch():
+    modules = workflow_imports()
+    # the plan's modules are where rules/common.smk takes every run from
+    assert {m for m in modules if m.startswith("dpvip.plan.")} >= {
+        "dpvip.plan.vip_runs",
+        "dpvip.plan.vip_evaluations",
+        "dpvip.plan.dprandp_runs",
+        "dpvip.plan.dprandp_rows",
+        "dpvip.plan.transfer",
+    }
+    assert heavy_modules_after_importing(["dpvip.plan", *PLAN_MODULES, *modules]) == []
 
 
 @pytest.mark.parametrize("rule", sorted(LIGHT_SCRIPTS))

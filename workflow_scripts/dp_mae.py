@@ -7,7 +7,7 @@ import torch
 
 from dpvip.logs import workflow_job
 from dpvip.train.dp_mae import dp_train_mae
-from dpvip.train.dp_settings import DPPretrainSettings
+from dpvip.plan.dp_pretrain import DPPretrainSettings
 from dpvip.train.launch import run_torchrun_with_settings
 
 with workflow_job(snakemake.log[0]):

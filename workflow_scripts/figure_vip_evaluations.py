@@ -8,7 +8,7 @@ from dpvip.report.figures import save_figure
 from dpvip.report.model_tables import trainable_millions
 from dpvip.report.paper_values import load_paper_values, paper_table
 from dpvip.report.vip_eval_figures import figure1, figure5
-from dpvip.report.vip_rows import figure5_backbones
+from dpvip.plan.vip_rows import figure5_backbones
 from dpvip.report.vip_tables import ours_by_backbone
 
 with workflow_job(snakemake.log[0]):

@@ -7,7 +7,7 @@ import torch
 from dpvip.logs import workflow_job
 from dpvip.train.launch import run_torchrun_with_settings
 from dpvip.train.mae_pretrain import pretrain_mae
-from dpvip.train.settings import PretrainSettings, training_values
+from dpvip.plan.pretrain import PretrainSettings, training_values
 
 with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)

@@ -6,7 +6,7 @@ from pathlib import Path
 from dpvip.logs import workflow_job
 from dpvip.report.paper_values import load_paper_values
 from dpvip.report.tables import write_table
-from dpvip.report.vip_rows import table_rows
+from dpvip.plan.vip_rows import table_rows
 from dpvip.report.vip_tables import TITLES, ours_by_backbone, run_facts, stand_in_notes, vip_table
 
 with workflow_job(snakemake.log[0]):

@@ -23,7 +23,8 @@ args = sys.argv[1:]
 out = Path(next(a.split("=", 1)[1] for a in args if a.startswith("train.output_dir=")))
 out.mkdir(parents=True)
 (out.parent / "seen.json").write_text(json.dumps({"args": args, "datasets": os.environ["DETECTRON2_DATASETS"]}))
-records = [{"iteration": 19, "total_loss": 2.0}, {"iteration": 99, "bbox/AP": 40.5, "bbox/AP50": 61.0, "segm/AP": 36.25, "segm/AP50": 58.0}]
+records = [{"iteration": 19, "total_loss": 2.0}, \
+{"iteration": 99, "bbox/AP": 40.5, "bbox/AP50": 61.0, "segm/AP": 36.25, "segm/AP50": 58.0}]
 (out / "metrics.json").write_text("".join(json.dumps(r) + "\\n" for r in records))
 """
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from dpvip.evaluate.jobs import run_evaluation
-from dpvip.evaluate.plan import Evaluation
+from dpvip.plan.vip_evaluations import Evaluation
 from dpvip.models import MAESettings
 from dpvip.models.checkpoint import save_mae
 from dpvip.models.mae import MaskedAutoencoder

@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 from dpvip.errors import DpvipInputError
-from dpvip.models.wrn import WRN_SIZES, ProjectionHead, WideResNet, wrn_size
+from dpvip.models import WRN_SIZES, wrn_size
+from dpvip.models.wrn import ProjectionHead, WideResNet
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from dpvip.models.wrn import ProjectionHead, WideResNet, WRNSize
+from dpvip.models import WRNSize
+from dpvip.models.wrn import ProjectionHead, WideResNet
 from dpvip.privacy.clipping import CLIP_EPSILON, ClippedGradientSum
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

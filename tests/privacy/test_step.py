@@ -131,7 +131,7 @@ def assert_step_is_the_reference(record: Seen, expected: list[torch.Tensor]) -> 
 def dp_mae_step(tmp_path, seen):
     from dpvip.data.images import collate_skipping_corrupt
     from dpvip.train.dp_mae import DPMAETraining
-    from dpvip.train.dp_settings import DPPretrainSettings
+    from dpvip.plan.dp_pretrain import DPPretrainSettings
 
     index = write_synthetic_index(tmp_path / "data", "shaders", 64, 32, 64, options={"programs": 4})
     settings = DPPretrainSettings.from_config(
@@ -188,7 +188,7 @@ def dprandp_step(phase2_steps: int):
         from dpvip.randp.augmult import augmult_views
         from dpvip.randp.data import private_splits
         from dpvip.randp.private import PrivateTraining, fresh_network
-        from dpvip.randp.private_settings import PrivateSettings
+        from dpvip.plan.dprandp_private import PrivateSettings
 
         train = private_splits("CIFAR-10", {"source": "digits", "validation_fraction": 0.1}, 8)[0]["train"].subset(
             range(200)

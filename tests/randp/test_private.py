@@ -13,7 +13,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import accounting
 from dpvip.randp.data import private_splits
 from dpvip.randp.private import PrivateTraining, check_no_batchnorm, fresh_network
-from dpvip.randp.private_settings import PrivateSettings
+from dpvip.plan.dprandp_private import PrivateSettings
 
 
 @pytest.fixture(scope="module")

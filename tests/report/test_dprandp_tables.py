@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dpvip.randp.plan import DPRandPPlan, PrivateRun
+from dpvip.plan.dprandp_runs import DPRandPPlan, PrivateRun
 from dpvip.report.dprandp_claims import claims_table
-from dpvip.report.dprandp_rows import (
+from dpvip.plan.dprandp_rows import (
     COLD_ROW,
     TABLES,
     WARM_FULL,
@@ -161,7 +161,8 @@ def test_ours_is_the_mean_and_std_over_seeds_and_extra_epsilons_follow():
     ] == pytest.approx(65.5)
     assert any(note.startswith("CIFAR-100 is shown with CIFAR-10's runs") for note in notes)
     assert any(
-        "ε = 1: ours 24 steps (Phase II: 0/4), σ 10" in note and "paper (Table 14) not listed" in note for note in notes
+        ("ε = 1: ours 24 steps (Phase II: 0/4), σ 10" in note and "paper (Table 14) not listed" in note)
+        for note in notes
     )
     assert any("ε = 8:" in note and "paper (Table 14) 2468 steps (Phase II: 96), σ 2.6" in note for note in notes)
 
@@ -173,7 +174,13 @@ def test_one_seed_leaves_the_std_empty_and_missing_runs_leave_cells_empty():
         frame.at["DP-RandP", "epsilon=1 std (ours)"]
     )
     assert any(note.startswith("4 of 8 runs have no result yet") for note in notes)
-    assert all(math.isnan(frame.at[row, "epsilon=1 (ours)"]) for row in ("Tramèr and Boneh [61]", "Hölzl et al. [35]"))
+    assert all(
+        math.isnan(frame.at[row, "epsilon=1 (ours)"])
+        for row in (
+            "Tramèr and Boneh [61]",
+            "Hölzl et al. [35]",
+        )
+    )
     assert any(
         "Rows/columns without ours" in note and "Tramèr and Boneh [61]" in note and "ScatterNet" in note
         for note in notes

@@ -18,7 +18,7 @@ from dpvip.report.mehta_tables import mehta_table
 from dpvip.report.paper_values import load_paper_values, paper_table
 from dpvip.report.tables import write_table
 from dpvip.report.transfer_cells import study_cells
-from dpvip.transfer.plan import TransferPlan
+from dpvip.plan.transfer import TransferPlan
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 
 from dpvip.report.paper_values import load_paper_values
-from dpvip.report.vip_rows import Row
+from dpvip.plan.vip_rows import Row
 from dpvip.report.vip_tables import ours_by_backbone, run_facts, stand_in_notes, vip_table
-from dpvip.train.dp_runs import DPRun
+from dpvip.plan.vip_runs import DPRun
 
 VALUES = load_paper_values(Path(__file__).resolve().parents[2] / "config" / "paper_values")
 

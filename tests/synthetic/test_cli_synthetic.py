@@ -33,7 +33,8 @@ def test_resuming_with_other_settings_is_refused_before_anything_is_written(tmp_
     other = run_dpvip(*GENERATE, "--seed", "1", "--out", str(out))
     assert other.returncode == 2
     assert other.stderr.strip().splitlines() == [
-        f"dpvip: error: {out} holds a dataset generated with other settings ({out / 'dataset.json'}); use another output folder"
+        f"dpvip: error: {out} holds a dataset generated with other settings ({out / 'dataset.json'}); "
+        "use another output folder"
     ]
     assert sorted(p.name for p in out.iterdir()) == ["dataset.json", SHARDS[0]]
 

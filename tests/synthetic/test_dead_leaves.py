@@ -56,7 +56,9 @@ def test_bigger_shapes_give_fewer_colours():
     # r_min/r_max act on the picture: larger leaves mean fewer visible shapes.
     small = DeadLeavesFamily(32, seed=0, r_min=0.02, r_max=0.1)
     large = DeadLeavesFamily(32, seed=0, r_min=0.2, r_max=1.0)
-    colours = lambda family: np.mean([len(np.unique(im.reshape(-1, 3), axis=0)) for _, im in family.images(0, 5)])  # noqa: E731
+    colours = lambda family: np.mean(  # noqa: E731
+        [len(np.unique(im.reshape(-1, 3), axis=0)) for _, im in family.images(0, 5)]
+    )
     assert colours(small) > 2 * colours(large)
 
 

@@ -17,7 +17,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.models.checkpoint import read_mae
 from dpvip.privacy.ledger import BudgetExceeded
 from dpvip.train.dp_mae import DPMAETraining, dp_train_mae
-from dpvip.train.dp_settings import DPPretrainSettings
+from dpvip.plan.dp_pretrain import DPPretrainSettings
 from dpvip.train.metrics import read_metrics
 from pretrain_data import (  # noqa: F401  (fixtures)
     SIZE,

@@ -14,7 +14,7 @@ import pytest
 from dpvip.errors import DpvipInputError
 from dpvip.train import checkpoint
 from dpvip.train.mae_pretrain import MAEPretraining, pretrain_mae
-from dpvip.train.settings import PretrainSettings
+from dpvip.plan.pretrain import PretrainSettings
 from dpvip.train.metrics import read_metrics
 from pretrain_data import (  # noqa: F401  (fixtures)
     SETTINGS,

@@ -33,7 +33,8 @@ dp_pretrain:
   models: [micro]
   EXTRA
   settings: {steps: STEPS, batch_size: 64, micro_batch: 32, warmup_steps: 1, checkpoint_every: 2, log_every: 1}
-  ablations: {dataset_size: [], random_init: [], model_size: [], batch_size: [], decoder_depth: [], mask_ratio: [], epsilon: []}
+  ablations: {dataset_size: [], random_init: [], model_size: [], batch_size: [], decoder_depth: [], \
+mask_ratio: [], epsilon: []}
 """
 RUN = "results/dp_pretrain/vip_micro"
 

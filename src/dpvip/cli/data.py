@@ -74,8 +74,8 @@ def add_commands(commands) -> None:
         "natural",
         parents=[checksums],
         help="the embedded stand-in for LAION: crops of scikit-image/scikit-learn photos",
-        description="Writes shards, dataset.json and index.json; existing shards are kept (they are written atomically), "
-        "so a rerun resumes.",
+        description="Writes shards, dataset.json and index.json; existing shards are kept "
+        "(they are written atomically), so a rerun resumes.",
     )
     natural.add_argument("--out", required=True, help="output folder")
     natural.add_argument("--images", type=positive_int, required=True)
@@ -88,7 +88,8 @@ def add_commands(commands) -> None:
         "ingest",
         parents=[checksums],
         help="download a URL list with img2dataset into shards, then index them",
-        description="Writes OUT/shards/ (img2dataset's shards and stats) and OUT/index.json with the download's failures.",
+        description="Writes OUT/shards/ (img2dataset's shards and stats) "
+        "and OUT/index.json with the download's failures.",
     )
     ingest.add_argument(
         "--urls", required=True, help="URL list: parquet, csv, tsv, txt or json file, or a folder of them"

@@ -14,7 +14,7 @@ def _plan(path: str):
 
     from dpvip.config import validate_config
     from dpvip.errors import DpvipInputError
-    from dpvip.randp.plan import DPRandPPlan
+    from dpvip.plan.dprandp_runs import DPRandPPlan
 
     if not Path(path).is_file():
         raise DpvipInputError(f"configuration file {path} does not exist")
@@ -25,7 +25,7 @@ def _plan(path: str):
 
 def _private_run(plan, path: str):
     from dpvip.errors import DpvipInputError
-    from dpvip.report.dprandp_rows import all_runs
+    from dpvip.plan.dprandp_rows import all_runs
 
     runs = {run.path: run for run in all_runs(plan)}
     if path not in runs:
@@ -34,7 +34,7 @@ def _private_run(plan, path: str):
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from dpvip.report.dprandp_rows import all_runs
+    from dpvip.plan.dprandp_rows import all_runs
 
     plan = _plan(args.config)
     for run in plan.phase1_runs():
@@ -56,7 +56,7 @@ def cmd_phase1(args: argparse.Namespace) -> int:
 def cmd_private(args: argparse.Namespace) -> int:
     from dpvip.errors import DpvipInputError
     from dpvip.randp.jobs import run_private_job
-    from dpvip.randp.private_settings import private_settings
+    from dpvip.plan.dprandp_private import private_settings
 
     plan = _plan(args.config)
     run = _private_run(plan, args.run)

@@ -41,14 +41,15 @@ def _train(args: argparse.Namespace, command: list[str], check_split, train) -> 
         privacy = record.get("privacy")
         spent = f", epsilon {privacy['epsilon_spent']:.3f} at delta {privacy['delta']:.3g}" if privacy else ""
         print(
-            f"{args.out}/model.pt: {record['steps']} steps, {record['images_seen']} images, {record['skipped_samples']} skipped{spent}"
+            f"{args.out}/model.pt: {record['steps']} steps, {record['images_seen']} images, "
+            f"{record['skipped_samples']} skipped{spent}"
         )
     return 0
 
 
 def cmd_pretrain_mae(args: argparse.Namespace) -> int:
     from dpvip.train.mae_pretrain import pretrain_mae
-    from dpvip.train.settings import PretrainSettings
+    from dpvip.plan.pretrain import PretrainSettings
 
     settings = _read_settings(args.settings, PretrainSettings, args.size)
     return _train(args, ["pretrain", "mae"], settings.check_split, lambda: pretrain_mae(settings, args.data, args.out))
@@ -56,7 +57,7 @@ def cmd_pretrain_mae(args: argparse.Namespace) -> int:
 
 def cmd_pretrain_dp_mae(args: argparse.Namespace) -> int:
     from dpvip.train.dp_mae import dp_train_mae
-    from dpvip.train.dp_settings import DPPretrainSettings
+    from dpvip.plan.dp_pretrain import DPPretrainSettings
 
     settings = _read_settings(args.settings, DPPretrainSettings, args.size)
     return _train(

@@ -132,7 +132,8 @@ def check_image_size(arch: str, images: LabelledImages) -> None:
     smallest = min(images.images.shape[-2:])
     if smallest < baseline(arch).min_image_size:
         raise DpvipInputError(
-            f"{arch} needs images of at least {baseline(arch).min_image_size} px, {images.name} has {smallest} px: build the dataset at a larger image size"
+            f"{arch} needs images of at least {baseline(arch).min_image_size} px, {images.name} has {smallest} px: "
+            "build the dataset at a larger image size"
         )
 
 

@@ -234,7 +234,8 @@ def train_detector(
         loss = sum(parts.values())
         if not torch.isfinite(loss):
             raise FloatingPointError(
-                f"ViTDet loss is {float(loss)} at step {step} ({ {k: float(v) for k, v in parts.items()} }); lower the lr"
+                f"ViTDet loss is {float(loss)} at step {step} "
+                f"({ {k: float(v) for k, v in parts.items()} }); lower the lr"
             )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -299,7 +300,8 @@ def score_detector(model: ViTDet, val_json: str | Path, val_root: str | Path, ba
     category_ids = getattr(model, "category_ids", data.category_ids)
     if sorted(category_ids) != data.category_ids:
         raise DpvipInputError(
-            f"COCO validation set {val_json} has categories {data.category_ids}, the detector was trained on {category_ids}"
+            f"COCO validation set {val_json} has categories {data.category_ids}, "
+            f"the detector was trained on {category_ids}"
         )
     model.eval()
     device = next(model.parameters()).device

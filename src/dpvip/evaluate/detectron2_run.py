@@ -70,7 +70,8 @@ def run_vitdet(checkpoint: str | Path, coco_root: str | Path, options: dict, wor
     coco_root, work = Path(coco_root), Path(work)
     if coco_root.name != "coco":
         raise DpvipInputError(
-            f"evaluate.coco.root {coco_root} must be a folder named 'coco' (detectron2's builtin COCO datasets look for <DETECTRON2_DATASETS>/coco)"
+            f"evaluate.coco.root {coco_root} must be a folder named 'coco' "
+            "(detectron2's builtin COCO datasets look for <DETECTRON2_DATASETS>/coco)"
         )
     work.mkdir(parents=True, exist_ok=True)
     converted = convert_checkpoint(checkpoint, work / "vitdet_init.pth")

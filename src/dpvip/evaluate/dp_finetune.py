@@ -82,7 +82,8 @@ class DPFinetuneSettings:
         if self.features.last_blocks > 1 and self.features.final_norm:
             # The final norm would run once per kept block; the clipper needs one call per layer.
             raise DpvipInputError(
-                "features: last_blocks > 1 with final_norm applies one LayerNorm several times, which per-example clipping refuses"
+                "features: last_blocks > 1 with final_norm applies one LayerNorm several times, "
+                "which per-example clipping refuses"
             )
 
     def sample_rate(self, examples: int) -> float:

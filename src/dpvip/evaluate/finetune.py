@@ -42,7 +42,8 @@ class FinetuneSettings:
     def check(self) -> None:
         if self.epochs < 1 or self.batch_size < 1 or not self.lr > 0:
             raise DpvipInputError(
-                f"fine-tuning needs epochs >= 1, batch_size >= 1 and lr > 0 (got {self.epochs}, {self.batch_size}, {self.lr})"
+                "fine-tuning needs epochs >= 1, batch_size >= 1 and lr > 0 "
+                f"(got {self.epochs}, {self.batch_size}, {self.lr})"
             )
         self.features.check()
 

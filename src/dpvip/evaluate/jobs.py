@@ -18,7 +18,7 @@ from dpvip.evaluate.datasets import labelled_split
 from dpvip.evaluate.features import FeatureChoice, extract
 from dpvip.evaluate.kshot import k_shot_indices
 from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, top1_accuracy, train_probe_augmented
-from dpvip.evaluate.plan import Evaluation
+from dpvip.plan.vip_evaluations import Evaluation
 from dpvip.files import write_json
 from dpvip.models.checkpoint import load_mae_at
 

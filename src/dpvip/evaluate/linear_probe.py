@@ -40,7 +40,8 @@ class ProbeSettings:
     def check(self) -> None:
         if self.epochs < 1 or self.batch_size < 1 or not self.blr > 0:
             raise DpvipInputError(
-                f"linear probe needs epochs >= 1, batch_size >= 1 and blr > 0 (got {self.epochs}, {self.batch_size}, {self.blr})"
+                "linear probe needs epochs >= 1, batch_size >= 1 and blr > 0 "
+                f"(got {self.epochs}, {self.batch_size}, {self.blr})"
             )
 
 

@@ -172,7 +172,8 @@ def build_vitdet(
     0.05); at most 100 an image are kept, as COCO's AP counts."""
     if min(classes, channels, rois_per_image, proposals_per_image) < 1 or head_convs < 0:
         raise DpvipInputError(
-            f"ViTDet needs classes, channels, rois_per_image, proposals_per_image >= 1 and head_convs >= 0 (got {classes}, {channels}, {rois_per_image}, {proposals_per_image}, {head_convs})"
+            "ViTDet needs classes, channels, rois_per_image, proposals_per_image >= 1 and head_convs >= 0 "
+            f"(got {classes}, {channels}, {rois_per_image}, {proposals_per_image}, {head_convs})"
         )
     backbone = SimpleFeaturePyramid(PlainViT(mae, image_size, drop_path), channels)
     patch = backbone.net.patch_size

@@ -1,8 +1,9 @@
 """Model families, with sizes as data.
 
 `MAE_SIZES` is the registry of masked-autoencoder sizes: ViP Table 3 (nano ... large, patch
-16 on 224 px images) and small CPU sizes for the embedded default. It imports nothing heavy,
-so configuration checks can use it; `dpvip.models.mae` builds the networks.
+16 on 224 px images) and small CPU sizes for the embedded default; `WRN_SIZES` the wide
+ResNets of DP-RandP. It imports nothing heavy, so configuration checks can use it;
+`dpvip.models.mae` and `dpvip.models.wrn` build the networks.
 """
 
 from __future__ import annotations
@@ -46,6 +47,36 @@ MAE_SIZES = {
     "micro": MAESize(96, 4, 3, decoder_width=64, decoder_depth=2, decoder_heads=4),
     "mini": MAESize(192, 6, 3, decoder_width=128, decoder_depth=2, decoder_heads=4),
 }
+
+
+# Wide ResNets (DP-RandP): `dpvip.models.wrn` builds them.
+@dataclass(frozen=True)
+class WRNSize:
+    depth: int
+    widen: int
+
+    @property
+    def blocks_per_stage(self) -> int:
+        return (self.depth - 4) // 6
+
+    @property
+    def widths(self) -> tuple[int, int, int, int]:
+        """Stem, then the three stages."""
+        return 16, 16 * self.widen, 32 * self.widen, 64 * self.widen
+
+
+WRN_SIZES = {
+    "wrn10_1": WRNSize(10, 1),  # CPU size (embedded default): 77,850 parameters
+    "wrn16_1": WRNSize(16, 1),  # CPU size, deeper: the embedded stand-in for WRN-40-4
+    "wrn16_4": WRNSize(16, 4),  # DP-RandP's main network
+    "wrn40_4": WRNSize(40, 4),  # DP-RandP Table 12
+}
+
+
+def wrn_size(name: str) -> WRNSize:
+    if name not in WRN_SIZES:
+        raise DpvipInputError(f"WRN size '{name}' is not registered (known: {', '.join(WRN_SIZES)})")
+    return WRN_SIZES[name]
 
 
 def count_parameters(model) -> int:

@@ -14,44 +14,14 @@ before pooling has 256 * 8 * 8 = 16384 features: the projection head's input.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from dpvip.errors import DpvipInputError
+from dpvip.models import WRNSize, wrn_size
 
 GROUPS = 16  # GroupNorm groups, as in DP-RandP (every width here is a multiple of 16)
-
-
-@dataclass(frozen=True)
-class WRNSize:
-    depth: int
-    widen: int
-
-    @property
-    def blocks_per_stage(self) -> int:
-        return (self.depth - 4) // 6
-
-    @property
-    def widths(self) -> tuple[int, int, int, int]:
-        """Stem, then the three stages."""
-        return 16, 16 * self.widen, 32 * self.widen, 64 * self.widen
-
-
-WRN_SIZES = {
-    "wrn10_1": WRNSize(10, 1),  # CPU size (embedded default): 77,850 parameters
-    "wrn16_1": WRNSize(16, 1),  # CPU size, deeper: the embedded stand-in for WRN-40-4
-    "wrn16_4": WRNSize(16, 4),  # DP-RandP's main network
-    "wrn40_4": WRNSize(40, 4),  # DP-RandP Table 12
-}
-
-
-def wrn_size(name: str) -> WRNSize:
-    if name not in WRN_SIZES:
-        raise DpvipInputError(f"WRN size '{name}' is not registered (known: {', '.join(WRN_SIZES)})")
-    return WRN_SIZES[name]
 
 
 def _norm(channels: int) -> nn.GroupNorm:

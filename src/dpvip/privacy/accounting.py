@@ -220,7 +220,8 @@ def _calibrate_rdp(sample_rate: float, steps: int, target_epsilon: float, delta:
 
 
 def _single_epsilon(sample_rate: float, sigma: float, steps: int, delta: float, accountant: str) -> float:
-    """Epsilon of one mechanism (memoised below, in `_composed_epsilon`: calibration's last probe is the reported epsilon)."""
+    """Epsilon of one mechanism (memoised below, in `_composed_epsilon`: calibration's last probe is the
+    reported epsilon)."""
     return epsilon([Mechanism(sample_rate, sigma, steps)], delta, accountant).epsilon
 
 

@@ -198,12 +198,14 @@ class ClippedGradientSum:
                 continue
             if not isinstance(layer, nn.Linear) and type(layer) not in GradSampleModule.GRAD_SAMPLERS:
                 raise DpvipInputError(
-                    f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule for its parameters {', '.join(own)}"
+                    f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule "
+                    f"for its parameters {', '.join(own)}"
                 )
             for key, param in own.items():
                 if id(param) in owners:
                     raise DpvipInputError(
-                        f"parameter '{key}' is shared with '{owners[id(param)]}'; per-example clipping needs each parameter in one layer"
+                        f"parameter '{key}' is shared with '{owners[id(param)]}'; "
+                        "per-example clipping needs each parameter in one layer"
                     )
                 owners[id(param)] = key
             layers.append(layer)
@@ -214,7 +216,8 @@ class ClippedGradientSum:
             return
         if layer in self._calls:
             raise DpvipInputError(
-                f"layer {type(layer).__name__} ran twice in one forward pass; per-example clipping needs one call per layer"
+                f"layer {type(layer).__name__} ran twice in one forward pass; "
+                "per-example clipping needs one call per layer"
             )
         # The output's gradient edge, not the output: the tensor itself is freed as usual.
         self._calls[layer] = _Call(inputs[0].detach(), torch.autograd.graph.get_gradient_edge(output))

@@ -69,7 +69,8 @@ class PrivacyLedger:
         if self.steps_done + steps > self.planned_steps:
             raise BudgetExceeded(
                 f"step {self.steps_done + steps} would exceed the privacy budget: epsilon {self.target_epsilon} "
-                f"at delta {self.delta:.3g} allows {self.planned_steps} steps at q={self.sample_rate:.6g}, sigma={self.noise_multiplier:.6g}"
+                f"at delta {self.delta:.3g} allows {self.planned_steps} steps at q={self.sample_rate:.6g}, "
+                f"sigma={self.noise_multiplier:.6g}"
             )
         return replace(self, steps_done=self.steps_done + steps)
 

@@ -34,7 +34,8 @@ def load_backbone(path: str | Path, num_classes: int, device: str | torch.device
         raise DpvipInputError(f"{path}: its weights do not fit a {payload['size']}: {first_line(err)}") from None
     if unexpected or set(missing) != {"classifier.weight", "classifier.bias"}:
         raise DpvipInputError(
-            f"{path}: its weights do not fit a {payload['size']} (missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})"
+            f"{path}: its weights do not fit a {payload['size']} "
+            f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})"
         )
     nn.init.zeros_(model.classifier.weight)
     nn.init.zeros_(model.classifier.bias)

@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 
 from dpvip.files import write_json
-from dpvip.randp.plan import Phase1Run, PrivateRun
-from dpvip.randp.private_settings import PrivateSettings
+from dpvip.plan.dprandp_runs import Phase1Run, PrivateRun
+from dpvip.plan.dprandp_private import PrivateSettings
 
 
 def work_dir(out: str | Path) -> Path:

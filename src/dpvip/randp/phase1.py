@@ -24,7 +24,7 @@ from dpvip.data.sampling import EpochBatches
 from dpvip.errors import DpvipInputError
 from dpvip.randp.backbone import FORMAT, load_backbone
 from dpvip.randp.phase1_methods import build_method
-from dpvip.randp.phase1_settings import Phase1Settings
+from dpvip.plan.dprandp_phase1 import Phase1Settings
 from dpvip.randp.phase1_views import view_pairs
 from dpvip.train import checkpoint
 from dpvip.train.run import MAERun
@@ -73,7 +73,8 @@ class Phase1Training(MAERun):
         if self.dist.world > 1:
             self.dist.close()
             raise DpvipInputError(
-                f"DP-RandP Phase I runs in one process, not {self.dist.world} (its loss compares every pair of the batch)"
+                f"DP-RandP Phase I runs in one process, not {self.dist.world} "
+                "(its loss compares every pair of the batch)"
             )
         torch.manual_seed(settings.seed)
         self.model = build_method(settings).to(self.dist.device)

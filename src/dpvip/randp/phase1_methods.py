@@ -9,7 +9,7 @@ from torch import nn
 from dpvip.models.wrn import ProjectionHead, WideResNet
 from dpvip.randp.contrastive import align_uniform_loss
 from dpvip.randp.moco import MoCo
-from dpvip.randp.phase1_settings import Phase1Settings
+from dpvip.plan.dprandp_phase1 import Phase1Settings
 
 
 class Encoder(nn.Module):

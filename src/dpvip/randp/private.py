@@ -38,10 +38,10 @@ from dpvip.privacy.optimizers import make_optimizer
 from dpvip.privacy.sampling import example_seed
 from dpvip.privacy.step import DPStep
 from dpvip.randp.augmult import augmult_views
-from dpvip.randp.private_settings import PrivateSettings
+from dpvip.plan.dprandp_private import PrivateSettings
 from dpvip.train import checkpoint
 from dpvip.train.stop import StopRequest
-from dpvip.train.settings import first_difference
+from dpvip.plan.pretrain import first_difference
 
 
 def fresh_network(model: str, classes: int, seed: int) -> WideResNet:

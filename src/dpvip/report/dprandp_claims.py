@@ -11,23 +11,38 @@ import math
 
 import pandas as pd
 
-from dpvip.randp.plan import MAIN_TASK, DPRandPPlan, epsilon_label
-from dpvip.report.dprandp_rows import COLD_ROW, WARM_FULL, WARM_NO_PHASE2, claim_runs
+from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, epsilon_label
+from dpvip.plan.dprandp_rows import COLD_ROW, WARM_FULL, WARM_NO_PHASE2, claim_runs
 from dpvip.report.dprandp_tables import mean_std, run_values, stand_in_notes
 
 TITLE = "DP-RandP claims: do the paper's qualitative findings hold on our runs?"
 LINEAR_PROBING = "Phase II only"
 EVIDENCE = {
-    "a": "ε = 1: w/o Phase II (warm, Tab. 6) 69.03 vs Phase III only (cold, De et al., Tab. 1/11) 56.8; Fig. 4: warm ahead by 12.5 points at σ = 9.3",
-    "b": "Fig. 4: warm ahead by 2.7 points at σ = 0 (ε = ∞) but 12.5 at σ = 9.3 (ε = 1); Tab. 6 vs Tab. 11: +12.23 at ε = 1, +4.95 at ε = 8, +2.79 at ε = ∞",
-    "c": "Tab. 24: DP-RandP vs w/o Phase II 72.32 vs 69.03 at ε = 1, 77.25 vs 75.31 at ε = 2, 81.88 vs 80.56 at ε = 4, 85.26 vs 84.45 at ε = 8",
-    "d": "Tab. 4 / Sec. 3.3: private linear probing 67.78 at ε = 1, 71.08 at ε = 3, 74.05 without noise; DP-RandP (Tab. 1) 72.32 at ε = 1, 79.99 at ε = 3, 91.69 at ε = ∞; Fig. 2: 'diminishing returns'",
+    "a": (
+        "ε = 1: w/o Phase II (warm, Tab. 6) 69.03 vs Phase III only (cold, De et al., Tab. 1/11) 56.8; "
+        "Fig. 4: warm ahead by 12.5 points at σ = 9.3"
+    ),
+    "b": (
+        "Fig. 4: warm ahead by 2.7 points at σ = 0 (ε = ∞) but 12.5 at σ = 9.3 (ε = 1); "
+        "Tab. 6 vs Tab. 11: +12.23 at ε = 1, +4.95 at ε = 8, +2.79 at ε = ∞"
+    ),
+    "c": (
+        "Tab. 24: DP-RandP vs w/o Phase II 72.32 vs 69.03 at ε = 1, 77.25 vs 75.31 at ε = 2, "
+        "81.88 vs 80.56 at ε = 4, 85.26 vs 84.45 at ε = 8"
+    ),
+    "d": (
+        "Tab. 4 / Sec. 3.3: private linear probing 67.78 at ε = 1, 71.08 at ε = 3, 74.05 without noise; "
+        "DP-RandP (Tab. 1) 72.32 at ε = 1, 79.99 at ε = 3, 91.69 at ε = ∞; Fig. 2: 'diminishing returns'"
+    ),
 }
 CLAIMS = {
     "a": "(a) Warm start beats cold start under DP (w/o Phase II > Phase III only, at the smallest finite ε)",
     "b": "(b) The warm-cold gap grows as ε shrinks (gap at the smallest ε > gap at the largest)",
     "c": "(c) Phase II + III beats Phase III alone (DP-RandP > w/o Phase II at the smallest ε)",
-    "d": "(d) Private linear probing saturates as ε grows (Phase II only gains less than DP-RandP from the smallest to the largest ε, and ends behind it)",
+    "d": (
+        "(d) Private linear probing saturates as ε grows (Phase II only gains less than DP-RandP "
+        "from the smallest to the largest ε, and ends behind it)"
+    ),
 }
 
 
@@ -74,7 +89,8 @@ def claims_table(
     s, big = f"ε = {epsilon_label(small)}", f"ε = {epsilon_label(large)}"
     rows = {
         "a": (
-            f"{s}: w/o Phase II (warm) {_fmt(at(WARM_NO_PHASE2, small))} vs Phase III only (cold) {_fmt(at(COLD_ROW, small))}: {gap(small):+.2f}",
+            f"{s}: w/o Phase II (warm) {_fmt(at(WARM_NO_PHASE2, small))} "
+            f"vs Phase III only (cold) {_fmt(at(COLD_ROW, small))}: {gap(small):+.2f}",
             _greater(gap(small), 0.0),
         ),
         "b": (
@@ -84,7 +100,8 @@ def claims_table(
         "c": (
             "DP-RandP vs w/o Phase II: "
             + "; ".join(
-                f"ε = {epsilon_label(e)}: {_fmt(at(WARM_FULL, e))} vs {_fmt(at(WARM_NO_PHASE2, e))} ({at(WARM_FULL, e)[0] - at(WARM_NO_PHASE2, e)[0]:+.2f})"
+                f"ε = {epsilon_label(e)}: {_fmt(at(WARM_FULL, e))} vs {_fmt(at(WARM_NO_PHASE2, e))} "
+                f"({at(WARM_FULL, e)[0] - at(WARM_NO_PHASE2, e)[0]:+.2f})"
                 for e in epsilons
             ),
             _greater(at(WARM_FULL, small)[0], at(WARM_NO_PHASE2, small)[0]),
@@ -118,8 +135,11 @@ def _both(first: bool | None, second: bool | None) -> bool | None:
 
 def claim_notes(plan: DPRandPPlan, results: dict[str, dict], scale: str) -> list[str]:
     return [
-        f"Scale: {scale}. Our runs of {MAIN_TASK} ({plan.model} from Phase I on our {plan.dataset} images; cold: random init), test accuracy (%) of the EMA model, mean ± sample std over seeds.",
+        f"Scale: {scale}. Our runs of {MAIN_TASK} ({plan.model} from Phase I on our {plan.dataset} images; "
+        "cold: random init), test accuracy (%) of the EMA model, mean ± sample std over seeds.",
         *stand_in_notes(results),
-        "'held' compares our means (no significance test); empty when our results cannot tell (none at the ε a claim needs, or a single ε); ε without results are left out.",
-        "Phase II only is private linear probing for all the steps of the schedule; the paper's Tab. 4 probes a 4096-d embedding layer with its own hyperparameters (Tab. 22).",
+        "'held' compares our means (no significance test); empty when our results cannot tell "
+        "(none at the ε a claim needs, or a single ε); ε without results are left out.",
+        "Phase II only is private linear probing for all the steps of the schedule; "
+        "the paper's Tab. 4 probes a 4096-d embedding layer with its own hyperparameters (Tab. 22).",
     ]

@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpvip.randp.plan import DPRandPPlan, PrivateRun, epsilon_label, parse_epsilon
-from dpvip.report.dprandp_rows import COLD_ROW, WARM_FULL, WARM_NO_PHASE2, figure_runs
+from dpvip.plan.dprandp_runs import DPRandPPlan, PrivateRun, epsilon_label, parse_epsilon
+from dpvip.plan.dprandp_rows import COLD_ROW, WARM_FULL, WARM_NO_PHASE2, figure_runs
 from dpvip.report.dprandp_tables import mean_std, run_values, stand_in_text
 from dpvip.report.paper_values import paper_table
 
@@ -91,7 +91,8 @@ def _finish(
     axis.set_ylabel("test accuracy (%)")
     axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.01, 0.5))
     axis.set_title(
-        f"DP-RandP {name}: {what}\npaper dashed; ours at {scale} scale solid (mean ± std over seeds; {stand_in_text(results)})",
+        f"DP-RandP {name}: {what}\npaper dashed; ours at {scale} scale solid "
+        f"(mean ± std over seeds; {stand_in_text(results)})",
         fontsize=9,
     )
     if caption:
@@ -148,10 +149,20 @@ def figure2(
     axis.axvline((finite[-1] + inf_x) / 2, color="grey", linestyle=":", linewidth=1)
     axis.set_xticks([*finite, inf_x], [*map(epsilon_label, finite), "∞"])
     caption = (
-        "The paper's Phase II only is its private linear probing (Tab. 4, ε ≥ 1 shown: a 4096-d embedding layer, Tab. 22's settings); "
+        "The paper's Phase II only is its private linear probing "
+        "(Tab. 4, ε ≥ 1 shown: a 4096-d embedding layer, Tab. 22's settings); "
         "ours is Phase II for all the steps of our schedule. ε = ∞ (no noise) sits at its own tick."
     )
-    return _finish(figure, axis, "Fig. 2", "CIFAR-10 test accuracy against ε", "ε (δ = 1e-5)", scale, results, caption)
+    return _finish(
+        figure,
+        axis,
+        "Fig. 2",
+        "CIFAR-10 test accuracy against ε",
+        "ε (δ = 1e-5)",
+        scale,
+        results,
+        caption,
+    )
 
 
 def _sigma(epsilon: float, runs: list[PrivateRun], results: dict[str, dict]) -> float:
@@ -204,7 +215,10 @@ def figure4(
         lines[("ours", init)] = points
     _gaps(axis, lines[("paper", "warm")], lines[("paper", "cold")], "grey", paper=True)
     _gaps(axis, lines[("ours", "warm")], lines[("ours", "cold")], "black", paper=False)
-    caption = "The paper's cold point at ε = 6 (σ 2.9) is Tab. 11's 71.0; Tab. 1 prints 77.0 for the same De et al. baseline. Ours: σ of the runs' own calibration."
+    caption = (
+        "The paper's cold point at ε = 6 (σ 2.9) is Tab. 11's 71.0; "
+        "Tab. 1 prints 77.0 for the same De et al. baseline. Ours: σ of the runs' own calibration."
+    )
     return _finish(
         figure,
         axis,
@@ -296,8 +310,10 @@ def figure6(
             ours[float(np.mean([_run_share(r, results[r.path]) for r in done]))] = _stats(done, results)
     _plot(axis, ours, "black", f"ε = {epsilon_label(epsilon)} (ours)", paper=False)
     caption = (
-        f"Paper's x: {accountant.upper()} accounting of N1 = min(12 × epochs, N) of Tab. 13's N steps at its σ, q = 4096/50000, δ = 1e-5 "
-        f"(the paper used PRV{'' if accountant == 'prv' else '; RDP ratios are within 0.005 of it here'}); ours: each run's own ε_Phase II / ε_spent."
+        f"Paper's x: {accountant.upper()} accounting of N1 = min(12 × epochs, N) of Tab. 13's N steps "
+        "at its σ, q = 4096/50000, δ = 1e-5 "
+        f"(the paper used PRV{'' if accountant == 'prv' else '; RDP ratios are within 0.005 of it here'}); "
+        "ours: each run's own ε_Phase II / ε_spent."
     )
     return _finish(
         figure,

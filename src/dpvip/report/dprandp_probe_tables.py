@@ -110,19 +110,25 @@ def probe_table(
     backbone = section["backbones"][probe["backbone"]]
     seeds = sorted({cell.seeds for cell in ours.values()})
     notes = [
-        f"Scale: {scale}. Backbone {probe['backbone']} ({backbone['from']} {backbone.get('run', backbone.get('path', ''))}), features '{probe['recipe']}', dataset {probe['dataset']}, delta {probe['delta']:g}.",
+        f"Scale: {scale}. Backbone {probe['backbone']} "
+        f"({backbone['from']} {backbone.get('run', backbone.get('path', ''))}), "
+        f"features '{probe['recipe']}', dataset {probe['dataset']}, delta {probe['delta']:g}.",
         "Full batch every step, zero-initialised linear layer without bias, softmax cross-entropy, SGD with momentum "
-        f"{probe['momentum']:g}, clip {probe['clip_norm']:g} (not given by the paper); sigma calibrated exactly by Gaussian-DP composition, not rounded.",
+        f"{probe['momentum']:g}, clip {probe['clip_norm']:g} (not given by the paper); "
+        "sigma calibrated exactly by Gaussian-DP composition, not rounded.",
         f"Accuracy: mean and std (ddof 1) over {'/'.join(map(str, seeds))} seeds, in percent.",
         feature_note(results),
     ]
     if probe.get("feature_norm"):
         notes.append(
-            f"Each feature vector is scaled to norm {probe['feature_norm']:g}, then centred on a private mean (Gaussian mechanism, sigma_1, sensitivity C/n) composed with the T steps."
+            f"Each feature vector is scaled to norm {probe['feature_norm']:g}, then centred on a private mean "
+            "(Gaussian mechanism, sigma_1, sensitivity C/n) composed with the T steps."
         )
     if table in ("table4", "table22"):
         notes.append(
-            "Epsilon 0.03 is in Table 4 but not in Table 22: it takes epsilon 0.1's learning rate. The paper's CIFAR-10 feature is the 4,096-d third-to-last layer (projection head's first block); ours is that layer of our Phase I network."
+            "Epsilon 0.03 is in Table 4 but not in Table 22: it takes epsilon 0.1's learning rate. "
+            "The paper's CIFAR-10 feature is the 4,096-d third-to-last layer (projection head's first block); "
+            "ours is that layer of our Phase I network."
         )
     if table == "table5":
         notes.append(

@@ -15,22 +15,26 @@ import math
 import numpy as np
 import pandas as pd
 
-from dpvip.randp.plan import (
+from dpvip.plan.dprandp_runs import (
     MAIN_TASK,
     DPRandPPlan,
     PrivateRun,
     epsilon_label,
     parse_epsilon,
 )
-from dpvip.report.dprandp_rows import RunRow, runs_of, table12_models, table_rows
+from dpvip.plan.dprandp_rows import RunRow, runs_of, table12_models, table_rows
 from dpvip.report.paper_values import paper_table
 
 TITLES = {
     "dprandp_table1": "DP-RandP Table 1: CIFAR-10 test accuracy (%) against previous work, (ε, 1e-5)-DP",
     "dprandp_table2": "DP-RandP Table 2: CIFAR-100 test accuracy (%)",
     "dprandp_table3": "DP-RandP Table 3: DermaMNIST validation accuracy (%)",
-    "dprandp_table6": "DP-RandP Table 6: DP-RandP w/o Phase II (warm start, all steps in Phase III), CIFAR-10 test accuracy (%)",
-    "dprandp_table10": "DP-RandP Table 10: private linear probing on features learnt from different synthetic images, CIFAR-10 (%)",
+    "dprandp_table6": (
+        "DP-RandP Table 6: DP-RandP w/o Phase II (warm start, all steps in Phase III), CIFAR-10 test accuracy (%)"
+    ),
+    "dprandp_table10": (
+        "DP-RandP Table 10: private linear probing on features learnt from different synthetic images, CIFAR-10 (%)"
+    ),
     "dprandp_table11": "DP-RandP Table 11: representation learning method of Phase I, CIFAR-10 test accuracy (%)",
     "dprandp_table12": "DP-RandP Table 12: model size, CIFAR-10 test accuracy (%)",
     "dprandp_table16": "DP-RandP Table 16: DermaMNIST test accuracy (%)",
@@ -48,9 +52,16 @@ PAPER_BATCH = {"CIFAR-10": 4096, "CIFAR-100": 4096, "DermaMNIST": 1024}
 PAPER_AUGMULT = 16
 PAPER_MODEL = "WRN-16-4 (Phase I: Wang and Isola's alignment + uniformity loss on 105k StyleGAN-Oriented images)"
 NOT_REPRODUCED = {
-    "table1": "Tramèr and Boneh [61] (a CNN on ScatterNet features) and Hölzl et al. [35] are other works' methods, whose published numbers the paper quotes",
+    "table1": (
+        "Tramèr and Boneh [61] (a CNN on ScatterNet features) and Hölzl et al. [35] are other works' methods, "
+        "whose published numbers the paper quotes"
+    ),
     "table3": "the Hölzl et al. [34] rows are another work's published numbers",
-    "table10": "the paper linearly probes the small-AlexNet checkpoints of Baradad et al. [5] trained on each synthetic set; we probe our WRN trained (Phase I) on our own generators, and have none for the other sets",
+    "table10": (
+        "the paper linearly probes the small-AlexNet checkpoints of Baradad et al. [5] "
+        "trained on each synthetic set; we probe our WRN trained (Phase I) on our own generators, "
+        "and have none for the other sets"
+    ),
     "table25": "our sweep's Phase II lengths are other numbers of epochs than the paper's",
 }
 EPOCHS = "Epochs for Phase II"
@@ -189,14 +200,16 @@ def table_notes(
     task = TABLE_TASK.get(name, MAIN_TASK)
     metric = rows[0].metric if rows else "test"
     scale_note = (
-        f"Scale: {scale}. '(ours)' is the mean over seeds of the {metric} accuracy (%) of our runs' EMA model, 'std (ours)' the sample std (ddof=1; empty for one seed); "
+        f"Scale: {scale}. '(ours)' is the mean over seeds of the {metric} accuracy (%) of our runs' EMA model, "
+        "'std (ours)' the sample std (ddof=1; empty for one seed); "
         "'(paper)' is the paper's printed value; an empty cell is not reproduced."
     )
     notes = [scale_note]
     notes += stand_in_notes(results)
     if task in plan.tasks and plan.source_task(task) != task:
         notes.append(
-            f"{task} is shown with {plan.source_task(task)}'s runs (dprandp.private.tasks.{task}.runs_of): the same stand-in data and schedule."
+            f"{task} is shown with {plan.source_task(task)}'s runs (dprandp.private.tasks.{task}.runs_of): "
+            "the same stand-in data and schedule."
         )
     notes.append(model_note(name, plan))
     runs = runs_of(rows)
@@ -219,7 +232,10 @@ def model_note(name: str, plan: DPRandPPlan) -> str:
             + "."
         )
     if name == "table10":
-        note += " Table 10's cells are Phase II only (private linear probing for all the steps) from a Phase I on each of our synthetic sets; the paper's: 100 steps of linear probing at ε = 1."
+        note += (
+            " Table 10's cells are Phase II only (private linear probing for all the steps) "
+            "from a Phase I on each of our synthetic sets; the paper's: 100 steps of linear probing at ε = 1."
+        )
     return note
 
 
@@ -238,7 +254,8 @@ def schedule_notes(
     hyper = paper_table(paper_values, "dprandp", HYPERPARAMETERS[task])
     accountants = ", ".join(sorted({r["privacy"]["accountant"] for _, r in done}))
     settings = (
-        f"Batch size {_unique(r['batch_size'] for _, r in done)} (paper {PAPER_BATCH[task]}), augmult {_unique(r['augmult'] for _, r in done)} (paper {PAPER_AUGMULT}); "
+        f"Batch size {_unique(r['batch_size'] for _, r in done)} (paper {PAPER_BATCH[task]}), "
+        f"augmult {_unique(r['augmult'] for _, r in done)} (paper {PAPER_AUGMULT}); "
         f"accountant {accountants}, δ {_unique(r['privacy']['delta'] for _, r in done)}."
     )
     notes = [settings]
@@ -248,15 +265,27 @@ def schedule_notes(
         sigma = (
             "no noise (σ 0)"
             if math.isinf(epsilon)
-            else f"σ {_unique(r['privacy']['noise_multiplier'] for _, r in at)} (sample rate {_unique(r['privacy']['sample_rate'] for _, r in at)})"
+            else (
+                f"σ {_unique(r['privacy']['noise_multiplier'] for _, r in at)} "
+                f"(sample rate {_unique(r['privacy']['sample_rate'] for _, r in at)})"
+            )
         )
-        ours = f"ours {_unique(r['steps'] for _, r in at)} steps (Phase II: {_unique(run.phase2_steps for run, _ in at)}), {sigma}"
+        ours = (
+            f"ours {_unique(r['steps'] for _, r in at)} steps "
+            f"(Phase II: {_unique(run.phase2_steps for run, _ in at)}), {sigma}"
+        )
         if column in hyper.columns:
-            paper = f"{hyper.at['Total Steps', column]:g} steps (Phase II: {hyper.at['Steps in Phase II', column]:g}), σ {hyper.at['σ', column]:g}"
+            paper = (
+                f"{hyper.at['Total Steps', column]:g} steps "
+                f"(Phase II: {hyper.at['Steps in Phase II', column]:g}), σ {hyper.at['σ', column]:g}"
+            )
         else:
             paper = "not listed"
         notes.append(
-            f"ε = {epsilon_label(epsilon)}: {ours}; paper ({HYPERPARAMETERS[task].replace('table', 'Table ')}) {paper}."
+            (
+                f"ε = {epsilon_label(epsilon)}: {ours}; "
+                f"paper ({HYPERPARAMETERS[task].replace('table', 'Table ')}) {paper}."
+            )
         )
     return notes
 
@@ -273,7 +302,8 @@ def sweep_note(runs: list[PrivateRun], results: dict[str, dict]) -> str:
     whole = [f"{number(e)} ({p} steps)" for p, e, total in pairs if p == total]
     return (
         f"{EPOCHS} = Phase II steps × batch size / training examples of our runs, to 0.1 ({shown}). "
-        f"The paper's last column (73) is all of its 875 steps in Phase II{'; ours with all the steps in Phase II is ' + whole[0] if whole else ''}."
+        "The paper's last column (73) is all of its 875 steps in Phase II"
+        f"{'; ours with all the steps in Phase II is ' + whole[0] if whole else ''}."
     )
 
 
@@ -298,6 +328,7 @@ def missing_notes(name: str, frame: pd.DataFrame, paper_columns: list[str], runs
         parts.append(f"columns {', '.join(empty_columns)}{why}")
     reason = NOT_REPRODUCED.get(
         name,
-        "outside our configured runs (dprandp.private.tasks and dprandp.ablations); runs without a result also stay empty",
+        "outside our configured runs (dprandp.private.tasks and dprandp.ablations); "
+        "runs without a result also stay empty",
     )
     return [f"Rows/columns without ours are not reproduced: {'; '.join(parts)} — {reason}."]

@@ -112,19 +112,24 @@ def _privacy_note(cells: dict) -> str:
 def _lr_note(cells: dict) -> str:
     chosen = sorted({f"{cell.settings['optimizer']} {cell.lr:g}" for cell in cells.values()})
     seeds = sorted({cell.seeds for cell in cells.values()})
-    return f"Each cell: the best learning rate of the grid by mean test accuracy over {'/'.join(map(str, seeds))} seeds, as the paper tuned it (not accounted for in epsilon, as in the paper); chosen: {', '.join(chosen)}."
+    return (
+        f"Each cell: the best learning rate of the grid by mean test accuracy over {'/'.join(map(str, seeds))} seeds, "
+        f"as the paper tuned it (not accounted for in epsilon, as in the paper); chosen: {', '.join(chosen)}."
+    )
 
 
 def _not_reproduced(paper: pd.DataFrame, models: dict) -> list[str]:
     notes = []
     if any(_model(r)[1] == "Full" for r in paper.index):
         notes.append(
-            "Full fine-tuning rows keep the paper's value only: this stage trains the last layer on cached features (ViP's DP fine-tuning of a whole encoder is in vip_table5)."
+            "Full fine-tuning rows keep the paper's value only: this stage trains the last layer on cached features "
+            "(ViP's DP fine-tuning of a whole encoder is in vip_table5)."
         )
     missing = sorted({_model(r)[0] for r in paper.index if _model(r)[1] == "Last layer" and _model(r)[0] not in models})
     if missing:
         notes.append(
-            f"No stand-in for {', '.join(missing)}: the paper's JFT-300M/JFT-4B networks are not public and no network here plays their part; their rows keep the paper's value."
+            f"No stand-in for {', '.join(missing)}: the paper's JFT-300M/JFT-4B networks are not public "
+            "and no network here plays their part; their rows keep the paper's value."
         )
     return notes
 
@@ -148,9 +153,13 @@ def mehta_table(
     stand_ins = ", ".join(f"{model} -> {backbone}" for model, backbone in models.items())
     datasets = ", ".join(f"{name} -> {ours}" for name, ours in mehta["datasets"].items())
     notes = [
-        f"Scale: {scale}. Ours: a linear head (zero init, bias -10 fixed, sigmoid cross-entropy, clip {mehta['clip_norm']:g}) trained on cached features of a frozen backbone.",
-        f"Stand-ins: models {stand_ins or 'none'}; the main network (paper: ViT-H/14-4B) is {mehta['main']}; datasets {datasets}.",
-        f"Batch sizes are fractions of n: {', '.join(f'{k} -> {v:g}' for k, v in mehta['batch_sizes'].items())} (2^k of ImageNet's 1,281,167); 'Best' is momentum SGD without privacy at {mehta['best']['batch_fraction']:g} of n.",
+        f"Scale: {scale}. Ours: a linear head (zero init, bias -10 fixed, sigmoid cross-entropy, "
+        f"clip {mehta['clip_norm']:g}) trained on cached features of a frozen backbone.",
+        f"Stand-ins: models {stand_ins or 'none'}; the main network (paper: ViT-H/14-4B) is {mehta['main']}; "
+        f"datasets {datasets}.",
+        f"Batch sizes are fractions of n: {', '.join(f'{k} -> {v:g}' for k, v in mehta['batch_sizes'].items())} "
+        "(2^k of ImageNet's 1,281,167); 'Best' is momentum SGD without privacy "
+        f"at {mehta['best']['batch_fraction']:g} of n.",
         _lr_note(cells),
         _privacy_note(cells),
         feature_note(results),
@@ -158,11 +167,13 @@ def mehta_table(
     ]
     if table == "table3":
         notes.append(
-            "The paper's larger networks have no stand-in here; the 'Ours:' rows are every backbone of this workflow at the largest batch, so the table still shows how our backbones compare."
+            "The paper's larger networks have no stand-in here; the 'Ours:' rows are every backbone of this workflow "
+            "at the largest batch, so the table still shows how our backbones compare."
         )
     if table == "table4":
         notes.append(
-            f"Resolution rows: the paper's {mehta['table4']['paper_resolution']} px is our {section['backbones'][mehta['main']]['image_size']} px; "
+            f"Resolution rows: the paper's {mehta['table4']['paper_resolution']} px "
+            f"is our {section['backbones'][mehta['main']]['image_size']} px; "
             + ", ".join(f"{k} -> {v} px" for k, v in mehta["table4"]["resolutions"].items())
             + ". The paper prints 'Random Chance' for the LeCun normal initialisation."
         )

@@ -13,8 +13,8 @@ import math
 import pandas as pd
 
 from dpvip.report.paper_values import paper_table
-from dpvip.report.vip_rows import Row
-from dpvip.train.dp_runs import DPRun
+from dpvip.plan.vip_rows import Row
+from dpvip.plan.vip_runs import DPRun
 
 TITLES = {
     "vip_table1": "ViP Table 1: linear probing (top-1 %)",
@@ -85,7 +85,8 @@ def vip_table(table: str, values: pd.DataFrame, rows: list[Row], ours: dict[str,
 def stand_in_notes(results: list[dict], scale: str) -> list[str]:
     """The scale, and which data each evaluated dataset was (the stand-ins named)."""
     notes = [
-        f"Scale: {scale}. '(ours)' is this workflow's run; an empty cell is not reproduced at this scale or by this workflow."
+        f"Scale: {scale}. '(ours)' is this workflow's run; an empty cell is not reproduced "
+        "at this scale or by this workflow."
     ]
     seen = {}
     for result in results:

@@ -126,14 +126,15 @@ def bench_workflow(workdir: str | Path = ".", out: str | Path | None = None) -> 
 def format_summary(summary: dict) -> str:
     """The summary as a plain-text table: stages, then the slowest jobs."""
     lines = [
-        f"wall time {summary['wall_seconds']:.0f} s; {summary['jobs']} jobs, {summary['job_seconds']:.0f} s of job time, "
-        f"{_share(summary)} of it start-up",
+        f"wall time {summary['wall_seconds']:.0f} s; {summary['jobs']} jobs, "
+        f"{summary['job_seconds']:.0f} s of job time, {_share(summary)} of it start-up",
         "",
         f"{'stage':<14}{'jobs':>6}{'job s':>9}{'start-up s':>12}{'share':>8}",
     ]
     for stage, totals in sorted(summary["stages"].items(), key=lambda item: -item[1]["job_seconds"]):
         lines.append(
-            f"{stage:<14}{totals['jobs']:>6}{totals['job_seconds']:>9.1f}{totals['startup_seconds']:>12.1f}{_share(totals):>8}"
+            f"{stage:<14}{totals['jobs']:>6}{totals['job_seconds']:>9.1f}"
+            f"{totals['startup_seconds']:>12.1f}{_share(totals):>8}"
         )
     lines += ["", f"the {len(summary['slowest'])} slowest jobs:"]
     for job in summary["slowest"]:

@@ -24,7 +24,7 @@ from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
 from dpvip.privacy.step import DPStep
-from dpvip.train.dp_settings import DPPretrainSettings
+from dpvip.plan.dp_pretrain import DPPretrainSettings
 from dpvip.train.optim import warmup_cosine
 from dpvip.train.run import MAERun
 

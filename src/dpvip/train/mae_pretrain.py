@@ -5,8 +5,9 @@ linear warm-up then cosine, RandomResizedCrop(scale 0.2-1) and flip, mask ratio 
 norm-pixel loss. One process or DDP under torchrun; the global batch is split evenly over
 ranks and, within a rank, into micro-batches whose gradients are accumulated.
 
-The run lives in a folder (see `dpvip.train.run`). Every sample's crop, flip and mask come from a seed of (run seed, epoch, index) and the
-batches from (run seed, step), so a resumed run is bit-for-bit the uninterrupted one (CPU).
+The run lives in a folder (see `dpvip.train.run`). Every sample's crop, flip and mask come
+from a seed of (run seed, epoch, index) and the batches from (run seed, step), so a resumed
+run is bit-for-bit the uninterrupted one (CPU).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dpvip.data.sampling import EpochBatches
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.train.optim import adamw, warmup_cosine
 from dpvip.train.run import MAERun
-from dpvip.train.settings import PretrainSettings
+from dpvip.plan.pretrain import PretrainSettings
 
 
 class MAEPretraining(MAERun):

@@ -27,7 +27,7 @@ from dpvip.models import count_parameters
 from dpvip.train import checkpoint
 from dpvip.train.distributed import Distributed
 from dpvip.train.metrics import MetricsLog
-from dpvip.train.settings import first_difference
+from dpvip.plan.pretrain import first_difference
 from dpvip.train.stop import StopRequest
 
 
@@ -172,7 +172,8 @@ class MAERun(abc.ABC):
                     self.save_state()
                 if stopping:
                     raise SystemExit(
-                        f"stopped by SIGTERM at step {self.step} of {self.total_steps}; state saved in {self.state_path}"
+                        f"stopped by SIGTERM at step {self.step} of {self.total_steps}; "
+                        f"state saved in {self.state_path}"
                     )
         self.save_state()  # also when nothing was left to do, so the state is always final
         return self.finish()

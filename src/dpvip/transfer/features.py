@@ -65,7 +65,8 @@ class Extractor:
         expected = (3, self.image_size, self.image_size)
         if images.ndim != 4 or tuple(images.shape[1:]) != expected:
             raise DpvipInputError(
-                f"the {self.kind} {self.recipe} extractor takes (batch, {', '.join(map(str, expected))}) images, not {tuple(images.shape)}"
+                f"the {self.kind} {self.recipe} extractor takes (batch, {', '.join(map(str, expected))}) images, "
+                f"not {tuple(images.shape)}"
             )
         return self.read(images.to(self.device))
 
@@ -117,7 +118,8 @@ def _load_mae(checkpoint: str, recipe: str, image_size: int, device) -> Extracto
         )
     if min(grid) < POOLED_GRID:
         raise DpvipInputError(
-            f"blocks4 features of {checkpoint} need a patch grid of at least {POOLED_GRID} x {POOLED_GRID}, not {grid} at {image_size} px"
+            f"blocks4 features of {checkpoint} need a patch grid of at least {POOLED_GRID} x {POOLED_GRID}, "
+            f"not {grid} at {image_size} px"
         )
     return Extractor(
         "mae",
@@ -153,13 +155,15 @@ def _projection_block(checkpoint: str, backbone: WideResNet, image_size: int) ->
     side = math.isqrt(in_features // backbone.feature_channels)
     if side * side * backbone.feature_channels != in_features:
         raise DpvipInputError(
-            f"{checkpoint}: its projection head takes {in_features} features, not a square map of {backbone.feature_channels} channels"
+            f"{checkpoint}: its projection head takes {in_features} features, "
+            f"not a square map of {backbone.feature_channels} channels"
         )
     # Phase I trains at a multiple of 4 px, and its two stride-2 stages leave a map a quarter
     # of that on a side; other sizes give another map (or the same one at another scale).
     if image_size != 4 * side:
         raise DpvipInputError(
-            f"projection1 features of {checkpoint} need {4 * side} px images (the size Phase I trained on), not {image_size}"
+            f"projection1 features of {checkpoint} need {4 * side} px images (the size Phase I trained on), "
+            f"not {image_size}"
         )
     projection = ProjectionHead(in_features, hidden, out_features)
     projection.load_state_dict(head)

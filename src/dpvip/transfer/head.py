@@ -117,7 +117,8 @@ def check_features(
         raise DpvipInputError(f"classes {classes} must be a positive integer")
     if test.ndim != 2 or train.ndim not in (2, 3):
         raise DpvipInputError(
-            f"features must be (views, n, d) or (n, d) for train and (n, d) for test, not {tuple(train.shape)} and {tuple(test.shape)}"
+            "features must be (views, n, d) or (n, d) for train and (n, d) for test, "
+            f"not {tuple(train.shape)} and {tuple(test.shape)}"
         )
     if train.shape[-1] != test.shape[-1]:
         raise DpvipInputError(f"train features have width {train.shape[-1]}, test features {test.shape[-1]}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from dpvip.files import sha256, write_json
-from dpvip.transfer.plan import FeatureSet, Run
+from dpvip.plan.transfer import FeatureSet, Run
 
 log = logging.getLogger(__name__)
 TEST_CROP = "center"  # the test split is always centre-cropped (Mehta et al.'s evaluation)

@@ -65,7 +65,8 @@ class ProbeSettings:
     def check(self) -> None:
         if self.epsilon is not None and self.noise_multiplier is not None:
             raise DpvipInputError(
-                f"give epsilon ({self.epsilon}) or noise_multiplier ({self.noise_multiplier}), not both: one determines the other"
+                f"give epsilon ({self.epsilon}) or noise_multiplier ({self.noise_multiplier}), not both: "
+                "one determines the other"
             )
         if self.epsilon is not None and not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise DpvipInputError(f"epsilon {self.epsilon} must be positive and finite (None trains without privacy)")
@@ -89,7 +90,8 @@ class ProbeSettings:
             raise DpvipInputError(f"sigma_ratio {self.sigma_ratio} must be positive and finite")
         if self.sigma_ratio is not None and self.feature_norm is None:
             raise DpvipInputError(
-                f"sigma_ratio {self.sigma_ratio} centres on a private mean, which needs feature_norm to bound each feature vector"
+                f"sigma_ratio {self.sigma_ratio} centres on a private mean, "
+                "which needs feature_norm to bound each feature vector"
             )
         if int(self.micro_batch) != self.micro_batch or self.micro_batch < 1:
             raise DpvipInputError(f"micro_batch {self.micro_batch} must be a positive integer")
@@ -107,7 +109,8 @@ def private_mean(features: torch.Tensor, feature_norm: float, sigma: float, gene
     largest = float(torch.linalg.vector_norm(features.float(), dim=1).max())
     if largest > feature_norm * (1 + NORM_SLACK):
         raise DpvipInputError(
-            f"a feature vector has norm {largest:.6g} > feature_norm {feature_norm}: the mean's sensitivity would not hold"
+            f"a feature vector has norm {largest:.6g} > feature_norm {feature_norm}: "
+            "the mean's sensitivity would not hold"
         )
     return privatize([features.float().sum(0)], sigma, feature_norm, features.shape[0], generator)[0]
 

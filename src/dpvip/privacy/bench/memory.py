@@ -135,4 +135,7 @@ def memory_method(device: str, mode: str = "live") -> str:
         if mode == "live"
         else "glibc defaults, allocator slack included"
     )
-    return f"peak RSS (VmHWM, reset via /proc/self/clear_refs) {first} minus RSS before them, one forked child per method; {allocator}"
+    return (
+        f"peak RSS (VmHWM, reset via /proc/self/clear_refs) {first} minus RSS before them, "
+        f"one forked child per method; {allocator}"
+    )

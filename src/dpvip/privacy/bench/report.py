@@ -138,7 +138,8 @@ def format_result(result: BenchResult) -> str:
         + (f" (DP micro-batch {s.micro_batch})" if s.micro_batch else "")
         + f", {s.device}, {result.threads} thread(s), torch {result.torch_version}",
         f"AdamW; DP: flat L2 clip C={CLIP_NORM}, noise multiplier {NOISE_MULTIPLIER}.",
-        f"time: median of {result.rounds} round-robin rounds (order rotated per round) after {result.warmup} warm-up step(s) per method, "
+        f"time: median of {result.rounds} round-robin rounds (order rotated per round) "
+        f"after {result.warmup} warm-up step(s) per method, "
         + ("in this process" if s.device.startswith("cuda") else "each method in its own forked process")
         + "; wall (s/step) and process CPU time (CPU s)",
         f"memory: {memory_method(s.device, result.memory_mode)}",
@@ -155,7 +156,8 @@ def format_result(result: BenchResult) -> str:
         peak_text = f"{peak / 2**20:9.1f}" if peak is not None else f"{'n/a':>9}"
         cpu_text = f"{cpu:8.4f}" if cpu is not None else f"{'n/a':>8}"
         lines.append(
-            f"{name:<14} {result.median(name):9.4f} {result.time_ratio(name):6.2f}x {cpu_text} {ratio_text(result.cpu_time_ratio(name))}"
+            f"{name:<14} {result.median(name):9.4f} {result.time_ratio(name):6.2f}x "
+            f"{cpu_text} {ratio_text(result.cpu_time_ratio(name))}"
             f" {peak_text} {ratio_text(result.memory_ratio(name))}"
         )
     if result.cross_check:

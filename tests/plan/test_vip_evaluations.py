@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.plan import Evaluation, EvaluationPlan, all_evaluations
-from dpvip.report.vip_rows import VIP_TABLES, Backbones, table_rows
-from dpvip.train.dp_runs import expand_runs
+from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan, all_evaluations
+from dpvip.plan.vip_rows import VIP_TABLES, Backbones, table_rows
+from dpvip.plan.vip_runs import expand_runs
 
 SETTINGS = {"image_size": 32, "patch_size": 4, "steps": 24, "batch_size": 256, "warmup_steps": 4}
 ABLATIONS = {

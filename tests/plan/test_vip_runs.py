@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from dpvip.errors import DpvipInputError
-from dpvip.train.dp_runs import expand_runs, figure_runs
+from dpvip.plan.vip_runs import expand_runs, figure_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"image_size": 32, "patch_size": 4, "steps": 24, "batch_size": 512, "warmup_steps": 4}

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from dpvip.errors import DpvipInputError
-from dpvip.randp.plan import COLD, DPRandPPlan, epsilon_label, parse_epsilon
-from dpvip.randp.private_settings import private_settings
-from dpvip.report.dprandp_rows import TABLES, all_runs, needs, table_rows
+from dpvip.plan.dprandp_runs import COLD, DPRandPPlan, epsilon_label, parse_epsilon
+from dpvip.plan.dprandp_private import private_settings
+from dpvip.plan.dprandp_rows import TABLES, all_runs, needs, table_rows
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_paper_plan_has_the_papers_schedules(configs):
     assert settings.seed == 3 and settings.model == "wrn16_4"
     assert private_settings(plan, plan.run("CIFAR-10", None, math.inf, 0)).batch_size == 4096
     # Phase I as the paper: its settings' defaults are the paper's values
-    from dpvip.randp.phase1_settings import Phase1Settings
+    from dpvip.plan.dprandp_phase1 import Phase1Settings
 
     phase1 = Phase1Settings.from_config(paper["dprandp"]["phase1"], "wrn16_4", "align_uniform")
     assert phase1.fingerprint() == Phase1Settings(model="wrn16_4", method="align_uniform").fingerprint()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dpvip.train.dp_runs import DPRun
+from dpvip.plan.vip_runs import DPRun
 
 VIP_TABLES = (
     "vip_table1",

@@ -9,7 +9,7 @@ import pytest
 from conftest import merged_config
 
 from dpvip.errors import DpvipInputError
-from dpvip.transfer.plan import PRIVATE, STUDIES, FeatureSet, TransferPlan
+from dpvip.plan.transfer import PRIVATE, STUDIES, FeatureSet, TransferPlan
 
 EMBEDDED = merged_config("config.yaml")["dp_transfer"]
 PAPER = merged_config("config.yaml", "paper.yaml")["dp_transfer"]

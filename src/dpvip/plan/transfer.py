@@ -103,7 +103,8 @@ class TransferPlan:
         for name, spec in self.backbones.items():
             if spec.get("from") not in (*KINDS, "file"):
                 raise DpvipInputError(
-                    f"dp_transfer.backbones.{name}.from '{spec.get('from')}' is not one of {', '.join((*KINDS, 'file'))}"
+                    f"dp_transfer.backbones.{name}.from '{spec.get('from')}' is not one of "
+                    f"{', '.join((*KINDS, 'file'))}"
                 )
         used = dict(self.mehta.get("models", {}))
         if self.mehta:
@@ -112,13 +113,15 @@ class TransferPlan:
         for where, backbone in used.items():
             if backbone not in self.backbones:
                 raise DpvipInputError(
-                    f"dp_transfer {where} uses backbone '{backbone}', which dp_transfer.backbones does not define (known: {', '.join(self.backbones) or 'none'})"
+                    f"dp_transfer {where} uses backbone '{backbone}', which dp_transfer.backbones does not define "
+                    f"(known: {', '.join(self.backbones) or 'none'})"
                 )
         datasets = list(self.mehta.get("datasets", {}).values()) + [v["dataset"] for v in self.probe.values()]
         for dataset in datasets:
             if dataset not in self.datasets:
                 raise DpvipInputError(
-                    f"dp_transfer uses dataset '{dataset}', which dp_transfer.datasets does not define (known: {', '.join(self.datasets) or 'none'})"
+                    f"dp_transfer uses dataset '{dataset}', which dp_transfer.datasets does not define "
+                    f"(known: {', '.join(self.datasets) or 'none'})"
                 )
 
     def kind(self, backbone: str) -> str:

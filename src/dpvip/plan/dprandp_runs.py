@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
-from dpvip.randp.phase1_settings import METHODS
+from dpvip.plan.dprandp_phase1 import METHODS
 
 COLD = "cold"
 TASKS = ("CIFAR-10", "CIFAR-100", "DermaMNIST")
@@ -99,7 +99,8 @@ class DPRandPPlan:
         for dataset in [self.dataset, *ablations.get("datasets", [])]:
             if dataset not in synthetic_datasets:
                 raise DpvipInputError(
-                    f"dprandp uses synthetic dataset '{dataset}', which synthetic.datasets does not define (known: {', '.join(synthetic_datasets)})"
+                    f"dprandp uses synthetic dataset '{dataset}', which synthetic.datasets does not define "
+                    f"(known: {', '.join(synthetic_datasets)})"
                 )
         for method in [self.method, *ablations.get("methods", [])]:
             if method not in METHODS:
@@ -151,7 +152,8 @@ class DPRandPPlan:
             where = f"dprandp.private.tasks.{task}.schedule[{position}]"
             if entry.steps < 1 or not 0 <= entry.phase2_steps <= entry.steps:
                 raise DpvipInputError(
-                    f"{where}: needs steps >= 1 and 0 <= phase2_steps <= steps, not {entry.steps} and {entry.phase2_steps}"
+                    f"{where}: needs steps >= 1 and 0 <= phase2_steps <= steps, "
+                    f"not {entry.steps} and {entry.phase2_steps}"
                 )
             if entry.epsilon in entries:
                 raise DpvipInputError(f"{where}: epsilon {epsilon_label(entry.epsilon)} appears twice")
@@ -164,7 +166,8 @@ class DPRandPPlan:
         schedule = self.schedule(task)
         if epsilon not in schedule:
             raise DpvipInputError(
-                f"dprandp: task {task} has no schedule entry for epsilon {epsilon_label(epsilon)} (known: {', '.join(map(epsilon_label, schedule))})"
+                f"dprandp: task {task} has no schedule entry for epsilon {epsilon_label(epsilon)} "
+                f"(known: {', '.join(map(epsilon_label, schedule))})"
             )
         return schedule[epsilon]
 
@@ -185,7 +188,8 @@ class DPRandPPlan:
         steps = {"schedule": entry.phase2_steps, "none": 0, "all": entry.steps}.get(phase2, phase2)
         if not isinstance(steps, int) or not 0 <= steps <= entry.steps:
             raise DpvipInputError(
-                f"dprandp: Phase II steps {phase2!r} must be within 0..{entry.steps} at epsilon {epsilon_label(epsilon)}"
+                f"dprandp: Phase II steps {phase2!r} must be within 0..{entry.steps} "
+                f"at epsilon {epsilon_label(epsilon)}"
             )
         model = init.model if init else self.model
         return PrivateRun(self.source_task(task), init.name if init else COLD, model, steps, epsilon, seed)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings
 from dpvip.privacy import ACCOUNTANTS, OPTIMIZERS
-from dpvip.train.settings import fingerprint, settings_from_config
+from dpvip.plan.pretrain import fingerprint, settings_from_config
 
 
 @dataclass(frozen=True)

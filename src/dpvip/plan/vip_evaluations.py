@@ -3,8 +3,8 @@ job, and checks the `evaluate` config, before anything runs).
 
 An `Evaluation` is one task on one backbone (and dataset, and K for few-shot); its result
 is `results/evaluate/<path>.json`, whose `columns` ({column: value}) fill table cells. The
-jobs are exactly those some table or figure cell asks for (`vip_rows`), so a table rebuilt
-alone runs only what it shows.
+jobs are exactly those some table or figure cell asks for (`dpvip.plan.vip_rows`), so a
+table rebuilt alone runs only what it shows.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
-from dpvip.report.vip_rows import PROBE_COLUMN, VIP_TABLES, Backbones, figure5_backbones, table_rows
+from dpvip.models import mae_size, mae_variant
+from dpvip.plan.vip_rows import PROBE_COLUMN, VIP_TABLES, Backbones, figure5_backbones, table_rows
 
 TASKS = ("linear_probe", "few_shot", "coco", "ade20k", "dp_finetune")
 SHOT_COLUMN = re.compile(r"^(?P<dataset>.+) (?P<shots>\d+)-shot$")
@@ -59,7 +60,8 @@ class EvaluationPlan:
             for name in used:
                 if name not in datasets:
                     raise DpvipInputError(
-                        f"evaluate.{task} uses dataset '{name}', which evaluate.datasets does not define (known: {', '.join(datasets) or 'none'})"
+                        f"evaluate.{task} uses dataset '{name}', which evaluate.datasets does not define "
+                        f"(known: {', '.join(datasets) or 'none'})"
                     )
 
     @property
@@ -137,7 +139,6 @@ class EvaluationPlan:
 
     def largest_vip(self) -> str:
         """The main-recipe ViP run with the most encoder parameters (ViP-Large in Figure 1)."""
-        from dpvip.models import mae_size, mae_variant
 
         def width_depth(name: str) -> tuple[int, int]:
             size = mae_size(mae_variant(self.backbones.runs[name].model)[0])

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS
-from dpvip.randp.plan import DPRandPPlan, PrivateRun, epsilon_label
+from dpvip.plan.dprandp_runs import DPRandPPlan, PrivateRun, epsilon_label
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""DP-RandP Phase I settings; importing them costs no torch (the workflow checks its config
-before any job runs), only `check()` looks the network size up in `dpvip.models.wrn`.
+"""DP-RandP Phase I settings, torch-free (the workflow checks its config before any job
+runs).
 
 Defaults are the paper's: WRN-16-4 on 32 px images, 200 epochs of batch 256, SGD with lr
 0.12 per 256 images, momentum 0.9, weight decay 1e-4 and x0.1 at epochs 155, 170, 185;
@@ -14,6 +14,7 @@ import itertools
 from dataclasses import asdict, dataclass, fields
 
 from dpvip.errors import DpvipInputError
+from dpvip.models import WRN_SIZES
 
 METHODS = ("align_uniform", "moco")
 # Config keys that say where the run comes from (the caller passes data, model and method).
@@ -100,9 +101,6 @@ class Phase1Settings:
 
     def check(self) -> None:
         """Raise DpvipInputError naming the first bad key and its value."""
-        # The size registry lives beside the network (importing it imports torch).
-        from dpvip.models.wrn import WRN_SIZES
-
         if self.model not in WRN_SIZES:
             raise DpvipInputError(f"model '{self.model}' is not a WRN size (known: {', '.join(WRN_SIZES)})")
         if self.method not in METHODS:

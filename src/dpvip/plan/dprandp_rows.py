@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from dpvip.randp.plan import MAIN_TASK, DPRandPPlan, PrivateRun, epsilon_label
+from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, PrivateRun, epsilon_label
 
 WARM_FULL = "DP-RandP"
 WARM_NO_PHASE2 = "DP-RandP w/o Phase II"

@@ -118,6 +118,7 @@ def syn_vip_settings(section: dict, model: str, dataset_images: int) -> Pretrain
         raise DpvipInputError(f"pretrain.syn_vip.{err}") from None
     if dataset_images < settings.batch_size:
         raise DpvipInputError(
-            f"pretrain.syn_vip.batch_size {settings.batch_size} exceeds the {dataset_images} images of dataset '{section['dataset']}'"
+            f"pretrain.syn_vip.batch_size {settings.batch_size} exceeds the {dataset_images} images "
+            f"of dataset '{section['dataset']}'"
         )
     return settings

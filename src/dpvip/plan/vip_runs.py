@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
 from dpvip.models import mae_size, mae_variant
-from dpvip.train.dp_settings import DPPretrainSettings
+from dpvip.plan.dp_pretrain import DPPretrainSettings
 
 ABLATIONS = ("dataset_size", "random_init", "model_size", "batch_size", "decoder_depth", "mask_ratio", "epsilon")
 
@@ -74,7 +74,8 @@ def expand_runs(section: dict, syn_vip_models: list[str], dataset_examples: int 
     anchor = ablation_model(section)
     if _main_name(anchor) not in runs:
         raise DpvipInputError(
-            f"dp_pretrain.ablation_model '{anchor}' is not one of dp_pretrain.models or dp_pretrain.ablations.model_size"
+            f"dp_pretrain.ablation_model '{anchor}' is not one of dp_pretrain.models "
+            "or dp_pretrain.ablations.model_size"
         )
     for model in ablations.get("random_init", []):
         add(f"vip_{model}_random", model, None, "random_init", model)
