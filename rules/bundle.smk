@@ -1,4 +1,5 @@
-# The published results bundle: tables, figures, the Snakemake report, provenance, manifest.
+# The published results bundle: tables, figures, the Snakemake report, provenance, the
+# privacy statement (what each file reveals, from the ledgers of the runs behind it), manifest.
 
 BUNDLE_TABLES = [
     *table_files("privacy_audit"),
@@ -60,6 +61,7 @@ rule bundle:
         tables=BUNDLE_TABLES,
         figures=BUNDLE_FIGURES,
         report=rules.bundle_report.output if config["bundle"]["report"] else [],
+        privacy=sorted({path for paths in PRIVACY_SOURCES.values() for path in paths}),
     output:
         f"{BUNDLE}/MANIFEST.sha256",
     log:
@@ -73,5 +75,6 @@ rule bundle:
         config=config,
         workflow_dir=workflow.basedir,
         benchmarks=BENCHMARKS,
+        privacy_sources=PRIVACY_SOURCES,
     script:
         "../workflow_scripts/bundle.py"

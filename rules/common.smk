@@ -103,7 +103,7 @@ DP_PRETRAIN = f"{RESULTS}/dp_pretrain"
 DP = config["dp_pretrain"]
 DP_DATASET_EXAMPLES = config.get("data", {}).get(DP["dataset"], {}).get("images")
 try:
-    DP_RUNS = expand_runs(DP, SYN_VIP["models"], DP_DATASET_EXAMPLES)
+    DP_RUNS = expand_runs(DP, SYN_VIP["models"], DP_DATASET_EXAMPLES, config["privacy"])
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 # On Slurm a DP run's processes start with srun, one torchrun per node meeting at a c10d
@@ -161,7 +161,7 @@ VIP_BACKBONES = Backbones(
     {row: base["arch"] for row, base in EVAL["few_shot"]["baselines"].items()},
 )
 try:
-    EVAL_PLAN = EvaluationPlan(EVAL, VIP_BACKBONES)
+    EVAL_PLAN = EvaluationPlan(EVAL, VIP_BACKBONES, config["privacy"])
     EVAL_NEEDS = all_evaluations(EVAL_PLAN, VIP_COLUMNS)
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
@@ -235,7 +235,7 @@ from dpvip.plan.dprandp_rows import all_runs, needs
 DPRANDP = f"{RESULTS}/dprandp"
 RANDP = config["dprandp"]
 try:
-    RANDP_PLAN = DPRandPPlan(RANDP, config["synthetic"]["datasets"])
+    RANDP_PLAN = DPRandPPlan(RANDP, config["synthetic"]["datasets"], config["privacy"])
     RANDP_PHASE1 = {run.name: run for run in RANDP_PLAN.phase1_runs()}
     RANDP_RUNS = {run.path: run for run in all_runs(RANDP_PLAN)}
     RANDP_SETTINGS = {
@@ -286,7 +286,7 @@ TRANSFER = f"{RESULTS}/dp_transfer"
 TRANSFER_CONFIG = config["dp_transfer"]
 MEHTA_VALUES = workflow_path(f"{config['paper_values']}/mehta.csv")
 try:
-    TRANSFER_PLAN = TransferPlan(TRANSFER_CONFIG)
+    TRANSFER_PLAN = TransferPlan(TRANSFER_CONFIG, config["privacy"])
     FEATURE_SETS = TRANSFER_PLAN.feature_sets()
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
@@ -335,3 +335,35 @@ def study_caches(study):
         f.path: f"{TRANSFER}/features/{f.path}"
         for f in TRANSFER_PLAN.study_features(study)
     }
+
+
+# The bundle's privacy statement: which DP results each published output is built from.
+
+
+def dp_ledgers(backbones):
+    """The privacy.json of the DP-MAE runs among `backbones`."""
+    return [f"{dp_run(name)}/privacy.json" for name in backbones if name in DP_RUNS]
+
+
+def privacy_sources():
+    """{published table or figure: the result files of the DP runs it is built from}: what the
+    bundle's privacy statement reads the mechanisms from."""
+    sources = {"vip_dp_runs": dp_ledgers(DP_RUNS)}
+    sources |= {figure: dp_ledgers(names) for figure, names in DP_FIGURES.items()}
+    for name in (*VIP_TABLES, "vip_figure1", "vip_figure5"):
+        backbones = {e.backbone for e in EVAL_NEEDS[name]}
+        if name in VIP_TABLES:  # run facts: the ledgers of the DP runs in its rows
+            rows = table_rows(name, VIP_COLUMNS[name], VIP_BACKBONES)
+            backbones |= {b for row in rows for b, _ in row.cells.values()}
+        sources[name] = evaluation_files(name) + dp_ledgers(sorted(backbones))
+    for name in (*DPRANDP_TABLES, *DPRANDP_FIGURES, "claims"):
+        sources[f"dprandp_{name}"] = dprandp_results(name)[1]
+    sources |= {f"mehta_{t}": [f"{TRANSFER}/mehta_{t}.json"] for t in MEHTA_OUTPUTS}
+    sources |= {
+        f"dprandp_{t}": [f"{TRANSFER}/dprandp_probe_{PROBE_TABLES[t]}.json"]
+        for t in PROBE_OUTPUTS
+    }
+    return sources
+
+
+PRIVACY_SOURCES = privacy_sources()

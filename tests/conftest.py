@@ -170,16 +170,47 @@ def shard_hashes(workdir: Path) -> dict[str, str]:
     }
 
 
+def secret_keys(workdir: Path) -> list[Path]:
+    """Every DP run's secret key under the working folder's results/."""
+    from dpvip.privacy.randomness import KEY_FILE
+
+    return sorted((workdir / "results").rglob(KEY_FILE))
+
+
+def copy_secret_keys(source: Path, target: Path) -> int:
+    """Give the runs under `target` the secret keys of the same runs under `source`: with the
+    same key, a run draws the same noise and batches (what a comparison of two working folders
+    of secret runs needs). Returns how many keys were copied."""
+    import shutil
+
+    keys = secret_keys(source)
+    for key in keys:
+        destination = target / key.relative_to(source)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(key, destination)
+    return len(keys)
+
+
+# Runs compared byte for byte use seeded randomness (not private): the embedded default here,
+# its reruns and the Slurm run of some of its tables.
+SEEDED = ROOT / "tests/workflow/seeded.yaml"
+
+
 @dataclass
 class EmbeddedRun:
-    """The embedded default as a user builds it: one table alone, then everything. `tables`
-    and `shards` are taken right after the full run, before any test changes the folder."""
+    """The embedded default as a user builds it, but seeded: one table alone, then
+    everything. `tables` and `shards` are taken right after the full run, before any test
+    changes the folder."""
 
     workdir: Path
-    table: subprocess.CompletedProcess
+    table: subprocess.CompletedProcess | None = None
     full: subprocess.CompletedProcess | None = None
     tables: dict[str, str] = field(default_factory=dict)
     shards: dict[str, str] = field(default_factory=dict)
+
+    def snakemake(self, *args: str, configfiles: tuple = (), **options) -> subprocess.CompletedProcess:
+        """Snakemake in this folder with its (seeded) config, and `configfiles` over it."""
+        return run_snakemake(self.workdir, *args, "--configfile", str(SEEDED), *map(str, configfiles), **options)
 
 
 @pytest.fixture(scope="session")
@@ -187,9 +218,10 @@ def embedded_default(tmp_path_factory) -> EmbeddedRun:
     """The whole embedded DAG, built once (15 min here) for the tests that check it and
     for the Slurm run that must reproduce it."""
     workdir = tmp_path_factory.mktemp("embedded")
-    run = EmbeddedRun(workdir, run_snakemake(workdir, "--cores", "2", "results/tables/privacy_audit.csv"))
+    run = EmbeddedRun(workdir)
+    run.table = run.snakemake("--cores", "2", "results/tables/privacy_audit.csv")
     if run.table.returncode == 0:
-        run.full = run_snakemake(workdir, "--cores", "2", timeout=3600)
+        run.full = run.snakemake("--cores", "2", timeout=3600)
         if run.full.returncode == 0:
             run.tables, run.shards = deterministic_tables(workdir), shard_hashes(workdir)
     return run

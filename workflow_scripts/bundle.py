@@ -1,4 +1,5 @@
-"""Assemble results/bundle/: tables, figures, report, provenance.json, MANIFEST.sha256."""
+"""Assemble results/bundle/: tables, figures, report, provenance.json, the privacy statement
+(PRIVACY.md, privacy.json), MANIFEST.sha256."""
 
 from pathlib import Path
 
@@ -12,4 +13,5 @@ with workflow_job(snakemake.log[0]):
         snakemake.params.config,
         snakemake.params.workflow_dir,
         snakemake.params.benchmarks,
+        snakemake.params.privacy_sources,
     )

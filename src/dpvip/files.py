@@ -65,3 +65,10 @@ def write_json(record: dict, path: str | Path) -> None:
     """Write `record` as JSON through a temporary file, so a crash leaves no half file."""
     with atomic_target(writable_target(path)) as partial:
         partial.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def private_work_dir(out: str | Path) -> Path:
+    """The private folder of the job that writes `out` (`<stem>.work` beside it): a DP run's
+    resumable state and secret key live there, and nothing in it is ever published."""
+    out = Path(out)
+    return out.with_name(out.stem + ".work")

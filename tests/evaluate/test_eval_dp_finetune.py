@@ -10,7 +10,7 @@ import torch
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.datasets import digits
-from dpvip.evaluate.dp_finetune import DPFinetuneSettings, dp_finetune, warmup_then_constant
+from dpvip.evaluate.dp_finetune import DPFinetuneSettings, dp_finetune, run_randomness, warmup_then_constant
 from dpvip.evaluate.features import FeatureChoice
 from dpvip.models import MAESettings
 from dpvip.models.mae import MaskedAutoencoder
@@ -33,13 +33,18 @@ def digits8():
 
 
 @pytest.fixture(scope="module")
-def small_run(digits8):
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("dp-finetune") / "work"
+
+
+@pytest.fixture(scope="module")
+def small_run(digits8, work):
     """40 steps on 300 training digits at q = 0.2 (threads set here: module scope)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         train, test = digits8
-        return dp_finetune(pico(), train.subset(range(300)), test.subset(range(60)), SMALL, progress=False)
+        return dp_finetune(pico(), train.subset(range(300)), test.subset(range(60)), SMALL, work, progress=False)
     finally:
         torch.set_num_threads(threads)
 
@@ -55,8 +60,8 @@ def test_the_ledger_spends_what_the_accountant_says(small_run):
     assert small_run["settings"]["noise_multiplier"] == 1.0 and 0 <= small_run["top1_percent"] <= 100
 
 
-def test_batches_are_the_projects_poisson_batches(small_run):
-    sampler = PoissonBatches(300, 0.2, 40, SMALL.seed)
+def test_batches_are_the_projects_poisson_batches(small_run, work):
+    sampler = PoissonBatches(300, 0.2, 40, run_randomness(SMALL, 300, work))  # the run's secret
     sizes = torch.tensor([len(sampler.indices(step)) for step in range(40)], dtype=torch.float64)
     realised = small_run["batch_sizes"]
     assert realised["mean"] == pytest.approx(float(sizes.mean())) and (realised["min"], realised["max"]) == (
@@ -80,12 +85,18 @@ def test_warm_up_then_constant_lr():
     assert lrs == pytest.approx([0.125, 0.25, 0.375, 0.5, 0.5, 0.5, 0.5])
 
 
-def test_private_fine_tuning_learns_digits(digits8):
+def test_private_fine_tuning_learns_digits(digits8, tmp_path):
     train, test = digits8
     settings = DPFinetuneSettings(batch_size=256, noise_multiplier=1.0, steps=30, lr=1e-2, warmup_steps=5)
-    result = dp_finetune(pico(), train, test, settings, progress=False)
+    result = dp_finetune(pico(), train, test, settings, tmp_path, progress=False)
     assert result["top1_percent"] > 40  # chance is 10%
     assert result["privacy"]["epsilon_spent"] < 10
+
+
+def test_a_secret_run_needs_its_work_folder(digits8):
+    train, test = digits8
+    with pytest.raises(DpvipInputError, match="needs a private work folder"):
+        dp_finetune(pico(), train.subset(range(100)), test.subset(range(10)), SMALL, progress=False)
 
 
 @pytest.mark.parametrize(
@@ -104,6 +115,7 @@ def test_private_fine_tuning_learns_digits(digits8):
         ({"accountant": "moments"}, "accountant"),
         ({"features": FeatureChoice(pooling="max")}, "pooling"),
         ({"features": FeatureChoice(last_blocks=2)}, "last_blocks"),
+        ({"randomness": "public"}, "randomness"),
     ],
 )
 def test_bad_settings_are_refused_by_name(change, field, digits8):

@@ -47,7 +47,8 @@ def test_every_ablation_becomes_a_named_run():
     assert runs["vip_micro_dec1"].model == "micro_dec1" and runs["vip_micro_dec1"].init == "micro"
     assert runs["vip_micro_n2048"].values["examples"] == 2048
     assert runs["vip_micro_mask50"].values["mask_ratio"] == 0.5
-    assert runs["vip_micro_eps2"].values | {} == SETTINGS | {"epsilon": 2.0, "steps": 6, "warmup_steps": 4}
+    run_options = {"randomness": "secret", "allow_large_delta": False}  # privacy's defaults, in every run
+    assert runs["vip_micro_eps2"].values == SETTINGS | run_options | {"epsilon": 2.0, "steps": 6, "warmup_steps": 4}
 
 
 def test_batch_ablation_keeps_the_number_of_per_example_gradients():
@@ -84,6 +85,20 @@ def test_a_run_whose_batch_exceeds_its_examples_is_refused_by_name():
         DpvipInputError, match="dp_pretrain run vip_micro_n256: batch_size 512 exceeds the 256 examples"
     ):
         expand_runs(section(ablations={"dataset_size": [256]}), ["micro"], 8192)
+
+
+def test_every_run_takes_the_privacy_sections_run_options():
+    privacy = {"randomness": "seeded", "allow_large_delta": True}
+    runs = expand_runs(section(ablations={"epsilon": [{"epsilon": 2.0, "steps": 6}]}), ["micro"], 8192, privacy)
+    assert len(runs) == 2
+    assert all(run.values["randomness"] == "seeded" and run.values["allow_large_delta"] for run in runs.values())
+    with pytest.raises(DpvipInputError, match="privacy.randomness 'open'"):
+        expand_runs(section(), ["micro"], 8192, {"randomness": "open"})
+    # a delta of at least 1/n stops the plan, naming the run, unless allowed
+    large = section(settings=SETTINGS | {"delta": 1e-3})
+    with pytest.raises(DpvipInputError, match=r"dp_pretrain run vip_micro: delta 0.001 is at least 1/n .*n = 8192"):
+        expand_runs(large, ["micro"], 8192)
+    assert expand_runs(large, ["micro"], 8192, {"allow_large_delta": True})
 
 
 def test_an_unknown_setting_is_refused_by_name():

@@ -43,5 +43,14 @@ def test_dprandp_linear_probe_cifar10_holds(claims):
 def test_notes_name_failing_claims():
     import pandas as pd
 
-    notes = audit_notes(pd.DataFrame({"claim": ["a", "b"], "verdict": ["holds", "fails"]}))
-    assert notes[-1].endswith("b.")
+    frame = pd.DataFrame({"claim": ["a", "b"], "verdict": ["holds", "fails"], "delta_at_least_1_over_n": [True, False]})
+    notes = audit_notes(frame)
+    assert notes[-2].endswith("b.") and notes[-1].endswith(": a.")
+
+
+def test_a_delta_of_at_least_one_over_n_is_flagged(claims):
+    """Mehta et al.'s delta 1e-6 on ImageNet's 1,281,167 images is above 1/n; DP-RandP's 7.8e-7 is not."""
+    mehta = audit_claim(claims["mehta_fullbatch_eps1_delta1.0e-6"], accountants=("pld",))
+    assert mehta["delta_n"] == pytest.approx(1.281167) and mehta["delta_at_least_1_over_n"] is True
+    randp = audit_claim(claims["dprandp_t23_eps1"], accountants=("pld",))
+    assert randp["delta_n"] == pytest.approx(0.99931, rel=1e-4) and randp["delta_at_least_1_over_n"] is False

@@ -1,12 +1,14 @@
 """privatize: the global sum of clipped gradients plus N(0, sigma^2 C^2) once, divided by the
-expected batch size; the noise is a function of (noise seed, step) only."""
+expected batch size; the noise is a function of (the run's key, step) only, each value the
+sum of four draws over 2 (opacus' secure_mode; see dpvip.privacy.randomness)."""
 
 import math
 
 import pytest
 import torch
 
-from dpvip.privacy.noise import gaussian_noise, noise_generator, privatize
+from dpvip.privacy.noise import DRAWS, gaussian_noise, noise_generator, privatize
+from dpvip.privacy.randomness import RunRandomness
 
 CPU = torch.device("cpu")
 # About 1e6 values in tensors of several shapes (a matrix, a vector, a 4-D kernel, a scalar).
@@ -29,7 +31,7 @@ def distinct_sums(shapes=SHAPES):
 def test_noise_on_zero_sums_has_std_sigma_c_over_expected_batch():
     sigma, clip_norm, batch = 0.7, 2.5, 64.0
     sums = [torch.zeros(shape) for shape in SHAPES]
-    result = privatize(sums, sigma, clip_norm, batch, noise_generator(11, 5, CPU))
+    result = privatize(sums, sigma, clip_norm, batch, noise_generator(RunRandomness.seeded(11), 5, CPU))
     flat = torch.cat([part.reshape(-1) for part in result]).double()
     n = flat.numel()
     assert n > 900_000
@@ -48,7 +50,7 @@ def test_noise_on_zero_sums_has_std_sigma_c_over_expected_batch():
 def test_without_noise_the_result_is_sum_over_expected_batch_split_per_tensor():
     sums = distinct_sums()
     originals = [s.clone() for s in sums]
-    result = privatize(sums, 0.0, 1.0, 40.0, noise_generator(0, 0, CPU))
+    result = privatize(sums, 0.0, 1.0, 40.0, noise_generator(RunRandomness.seeded(0), 0, CPU))
     assert [part.shape for part in result] == [s.shape for s in sums]
     for part, total in zip(result, sums):
         assert part.dtype == torch.float32
@@ -65,11 +67,13 @@ def test_all_reduce_comes_before_the_noise_which_is_added_once():
         seen.append(flat.clone())
         flat.mul_(2)
 
-    result = privatize(sums, sigma, clip_norm, batch, noise_generator(seed, step, CPU), all_reduce)
+    result = privatize(
+        sums, sigma, clip_norm, batch, noise_generator(RunRandomness.seeded(seed), step, CPU), all_reduce
+    )
     # all_reduce saw exactly this rank's sums, flat and without noise.
     assert len(seen) == 1
     torch.testing.assert_close(seen[0], torch.cat([s.reshape(-1) for s in sums]))
-    noise = gaussian_noise((617,), sigma * clip_norm, noise_generator(seed, step, CPU))
+    noise = gaussian_noise((617,), sigma * clip_norm, noise_generator(RunRandomness.seeded(seed), step, CPU))
     expected = (2 * torch.cat([s.reshape(-1) for s in sums]) + noise) / batch
     got = torch.cat([part.reshape(-1) for part in result])
     torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
@@ -80,7 +84,9 @@ def test_all_reduce_comes_before_the_noise_which_is_added_once():
 
 def test_noise_depends_on_seed_and_step_only():
     def noise(seed, step):
-        return privatize([torch.zeros(50, 4), torch.zeros(30)], 1.0, 1.0, 1.0, noise_generator(seed, step, CPU))
+        return privatize(
+            [torch.zeros(50, 4), torch.zeros(30)], 1.0, 1.0, 1.0, noise_generator(RunRandomness.seeded(seed), step, CPU)
+        )
 
     first = noise(3, 10)
     again = noise(3, 10)
@@ -91,6 +97,16 @@ def test_noise_depends_on_seed_and_step_only():
 
 
 def test_gaussian_noise_is_float32_with_the_given_shape_and_scale():
-    draws = gaussian_noise((200, 500), 3.0, noise_generator(1, 2, CPU))
+    draws = gaussian_noise((200, 500), 3.0, noise_generator(RunRandomness.seeded(1), 2, CPU))
     assert draws.shape == (200, 500) and draws.dtype == torch.float32
     assert draws.std().item() == pytest.approx(3.0, rel=5 / math.sqrt(2 * draws.numel()))
+
+
+def test_each_noise_value_is_four_standard_draws_summed_and_halved():
+    """Not one Box-Muller draw, whose floating-point pattern an attacker can read back."""
+    generator = noise_generator(RunRandomness.seeded(5), 0, CPU)
+    draws = gaussian_noise((1000,), 3.0, generator)
+    generator = noise_generator(RunRandomness.seeded(5), 0, CPU)
+    single = [torch.randn(1000, generator=generator) for _ in range(DRAWS)]
+    assert DRAWS == 4
+    torch.testing.assert_close(draws, sum(single) * 3.0 / 2)

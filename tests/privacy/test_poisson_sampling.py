@@ -13,7 +13,10 @@ import pytest
 from scipy import stats
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import BLOCK, PoissonBatches, example_seed
+
+S = RunRandomness.seeded  # published seeds: tests only (not private)
 
 
 def inclusions(sampler: PoissonBatches, steps: int) -> np.ndarray:
@@ -26,7 +29,7 @@ def inclusions(sampler: PoissonBatches, steps: int) -> np.ndarray:
 
 def test_batch_sizes_are_binomial():
     n, q, steps = 5000, 0.02, 400
-    sizes = np.array([len(PoissonBatches(n, q, steps, seed=1).indices(step)) for step in range(steps)])
+    sizes = np.array([len(PoissonBatches(n, q, steps, S(1)).indices(step)) for step in range(steps)])
     mean, variance = n * q, n * q * (1 - q)
     # Mean of 400 Binomial(5000, 0.02) draws: standard error sqrt(98 / 400) ~ 0.5.
     assert abs(sizes.mean() - mean) < 4 * math.sqrt(variance / steps)
@@ -39,7 +42,7 @@ def test_batch_sizes_are_binomial():
 
 def test_every_example_is_included_with_probability_q():
     n, q, steps = 2 * BLOCK + 300, 0.3, 200  # three blocks, the last one partial
-    counts = inclusions(PoissonBatches(n, q, steps, seed=2), steps).sum(axis=0)
+    counts = inclusions(PoissonBatches(n, q, steps, S(2)), steps).sum(axis=0)
     # Each count is Binomial(200, 0.3); sum_i (count_i - Tq)^2 / (Tq(1-q)) is ~ chi-square(n).
     statistic = ((counts - steps * q) ** 2 / (steps * q * (1 - q))).sum()
     assert stats.chi2.ppf(1e-5, n) < statistic < stats.chi2.ppf(1 - 1e-5, n)
@@ -49,7 +52,7 @@ def test_every_example_is_included_with_probability_q():
 
 def test_inclusions_of_different_examples_are_uncorrelated():
     n, q, steps = 3 * BLOCK, 0.3, 300
-    table = inclusions(PoissonBatches(n, q, steps, seed=3), steps).astype(float)
+    table = inclusions(PoissonBatches(n, q, steps, S(3)), steps).astype(float)
     centred = table - q
 
     def covariances(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -77,8 +80,8 @@ def test_inclusions_of_different_examples_are_uncorrelated():
 @pytest.mark.parametrize("world", [2, 3])
 def test_ranks_partition_the_single_rank_batch(world):
     n, q, steps, seed = 5 * BLOCK + 17, 0.1, 20, 4
-    single = PoissonBatches(n, q, steps, seed)
-    ranks = [PoissonBatches(n, q, steps, seed, rank=rank, world=world) for rank in range(world)]
+    single = PoissonBatches(n, q, steps, S(seed))
+    ranks = [PoissonBatches(n, q, steps, S(seed), rank=rank, world=world) for rank in range(world)]
     for step in range(steps):
         parts = [r.indices(step) for r in ranks]
         assert all(len(part) > 0 for part in parts)
@@ -98,7 +101,7 @@ def test_ranks_draw_independently():
     n, q, steps = 4 * BLOCK, 0.05, 400
     sizes = np.array(
         [
-            [len(PoissonBatches(n, q, steps, seed=5, rank=rank, world=2).indices(step)) for rank in (0, 1)]
+            [len(PoissonBatches(n, q, steps, S(5), rank=rank, world=2).indices(step)) for rank in (0, 1)]
             for step in range(steps)
         ]
     )
@@ -110,43 +113,43 @@ def test_ranks_draw_independently():
 
 
 def test_start_step_resumes_the_same_batches():
-    full = list(PoissonBatches(3000, 0.05, 12, seed=6))
-    resumed = PoissonBatches(3000, 0.05, 12, seed=6, start_step=5)
+    full = list(PoissonBatches(3000, 0.05, 12, S(6)))
+    resumed = PoissonBatches(3000, 0.05, 12, S(6), start_step=5)
     assert len(full) == 12 and len(resumed) == 7
     assert list(resumed) == full[5:]
-    assert len(PoissonBatches(3000, 0.05, 12, seed=6, start_step=20)) == 0
-    assert list(PoissonBatches(3000, 0.05, 12, seed=6, start_step=20)) == []
+    assert len(PoissonBatches(3000, 0.05, 12, S(6), start_step=20)) == 0
+    assert list(PoissonBatches(3000, 0.05, 12, S(6), start_step=20)) == []
     # Another seed, other batches.
-    assert list(PoissonBatches(3000, 0.05, 12, seed=7)) != full
+    assert list(PoissonBatches(3000, 0.05, 12, S(7))) != full
 
 
 def test_rank_batch_pairs_each_index_with_its_example_seed():
-    sampler = PoissonBatches(2000, 0.1, 5, seed=8)
+    sampler = PoissonBatches(2000, 0.1, 5, S(8))
     batch = sampler.rank_batch(3)
     assert [index for index, _ in batch] == sampler.indices(3).tolist()
     assert all(isinstance(index, int) and isinstance(seed, int) for index, seed in batch)
-    assert all(seed == example_seed(8, 3, index) for index, seed in batch)
+    assert all(seed == example_seed(S(8), 3, index) for index, seed in batch)
     assert len({seed for _, seed in batch}) == len(batch)
 
 
 def test_example_seeds_differ_per_step_index_and_run():
-    seeds = {example_seed(run, step, index) for run in (0, 1) for step in range(20) for index in range(200)}
+    seeds = {example_seed(S(run), step, index) for run in (0, 1) for step in range(20) for index in range(200)}
     assert len(seeds) == 2 * 20 * 200
     assert all(0 <= seed < 2**63 for seed in seeds)  # a torch generator takes it
-    assert example_seed(0, 3, 4) == example_seed(0, 3, 4)
+    assert example_seed(S(0), 3, 4) == example_seed(S(0), 3, 4)
 
 
 @pytest.mark.parametrize("rate", [0.0, -0.1, 1.5, float("nan")])
 def test_invalid_sample_rate_is_refused(rate):
     with pytest.raises(DpvipInputError, match="sample rate"):
-        PoissonBatches(100, rate, 10, seed=0)
+        PoissonBatches(100, rate, 10, S(0))
 
 
 def test_empty_dataset_is_refused():
     with pytest.raises(DpvipInputError, match="at least one example"):
-        PoissonBatches(0, 0.1, 10, seed=0)
+        PoissonBatches(0, 0.1, 10, S(0))
 
 
 def test_sample_rate_one_takes_every_example():
-    sampler = PoissonBatches(BLOCK + 5, 1.0, 3, seed=0)
+    sampler = PoissonBatches(BLOCK + 5, 1.0, 3, S(0))
     assert all(len(batch) == BLOCK + 5 for batch in sampler)

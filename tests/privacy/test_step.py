@@ -6,7 +6,8 @@ one example at a time, its gradient clipped to C, summed, plus the same noise dr
 sigma C, divided by q n, then the same optimizer update. The reference takes its batch from
 the path's settings (q = B / n) and its sigma from the accountant (or the sigma the settings
 give), never from the step or its ledger: halving sigma, or drawing at another rate, where a
-path builds its step fails here.
+path builds its step fails here. The draws themselves (which examples, which noise) come
+from the run's randomness, its secret: every path here runs in `secret` mode.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import accounting, gaussian
 from dpvip.privacy.clipping import CLIP_EPSILON, ClippedGradientSum
 from dpvip.privacy.ledger import BudgetExceeded, PrivacyLedger
-from dpvip.privacy.noise import noise_generator
-from dpvip.privacy.sampling import NOISE, PoissonBatches, example_seed
+from dpvip.privacy.noise import gaussian_noise, noise_generator
+from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.sampling import PoissonBatches, example_seed
 from dpvip.privacy.step import DPStep
-from dpvip.seeds import derive
 
 pytestmark = [
     pytest.mark.usefixtures("torch_one_thread"),
@@ -45,10 +46,16 @@ def trainable(model: nn.Module) -> list[nn.Parameter]:
 
 
 def naive_gradient(
-    model: nn.Module, example_losses: list, clip_norm: float, sigma: float, expected_batch: float, seed: int, step: int
+    model: nn.Module,
+    example_losses: list,
+    clip_norm: float,
+    sigma: float,
+    expected_batch: float,
+    randomness: RunRandomness,
+    step: int,
 ) -> list[torch.Tensor]:
     """(sum_i clip_C(grad l_i) + sigma C xi) / (q n), one example at a time, in float64; xi is
-    the run's noise draw of that step (seed (run seed, NOISE, step)), in the parameters' order."""
+    the run's standard normal draw of that step, in the parameters' order."""
     params = trainable(model)
     total = [torch.zeros_like(p, dtype=torch.float64) for p in params]
     for loss_of in example_losses:
@@ -59,7 +66,7 @@ def naive_gradient(
         for part, g in zip(total, grads):
             part += factor * g.double()
     sizes = [p.numel() for p in params]
-    xi = torch.randn(sum(sizes), generator=noise_generator(derive(seed, NOISE), step, CPU), dtype=torch.float32)
+    xi = gaussian_noise((sum(sizes),), 1.0, noise_generator(randomness, step, CPU))
     noise = [part.view_as(p) for part, p in zip(xi.split(sizes), params)]
     return [(part + sigma * clip_norm * n.double()) / expected_batch for part, n in zip(total, noise)]
 
@@ -72,6 +79,7 @@ class Seen:
     model: nn.Module
     optimizer: torch.optim.Optimizer
     state: dict
+    randomness: RunRandomness
     before: list[torch.Tensor]
     gradients: list[torch.Tensor] = field(default_factory=list)
     after: list[torch.Tensor] = field(default_factory=list)
@@ -89,6 +97,7 @@ def steps_seen(monkeypatch) -> list[Seen]:
             copy.deepcopy(self.clipper.model),
             self.optimizer,
             copy.deepcopy(self.optimizer.state_dict()),
+            self.randomness,
             [p.detach().clone() for p in params],
         )
         real_step = self.optimizer.step
@@ -147,19 +156,20 @@ def dp_mae_step(tmp_path, seen):
         "pico",
     )
     training = DPMAETraining(settings, index, tmp_path / "run", progress=False)
+    randomness = training.dp_step.randomness
     q, n = 16 / 64, 64
-    chosen = PoissonBatches(n, q, 3, settings.seed).indices(0)
+    chosen = PoissonBatches(n, q, 3, randomness).indices(0)
     assert list(training.sampler.indices(0)) == list(chosen)  # the loader's batches are the reference's
     dataset = training.dataset()
     images, noise, _ = collate_skipping_corrupt(
-        [dataset[(int(i), example_seed(settings.seed, 0, int(i)))] for i in chosen]
+        [dataset[(int(i), example_seed(randomness, 0, int(i)))] for i in chosen]
     )
     training.train_step(images, noise)
     sigma = accounting.noise_multiplier(q, 3, 4.0, 1 / (2 * n), "rdp").noise_multiplier
     losses = [
         lambda model, k=k: model(images[k : k + 1], noise[k : k + 1]).loss.float().sum() for k in range(len(chosen))
     ]
-    return losses, settings.clip_norm, sigma, q * n, settings.seed
+    return losses, settings.clip_norm, sigma, q * n
 
 
 def dp_finetune_step(tmp_path, seen):
@@ -174,13 +184,13 @@ def dp_finetune_step(tmp_path, seen):
     settings = DPFinetuneSettings(
         batch_size=12, noise_multiplier=0.8, steps=2, warmup_steps=0, micro_batch=5, clip_norm=0.5
     )
-    train_dp_classifier(mae, train, settings, progress=False)
-    chosen = PoissonBatches(48, 12 / 48, 2, settings.seed).indices(0)
+    train_dp_classifier(mae, train, settings, tmp_path / "work", progress=False)
+    chosen = PoissonBatches(48, 12 / 48, 2, seen[0].randomness).indices(0)
     images, labels = train.images[chosen], train.labels[chosen]
     losses = [
         lambda model, k=k: F.cross_entropy(model(images[k : k + 1]), labels[k : k + 1]) for k in range(len(chosen))
     ]
-    return losses, settings.clip_norm, 0.8, 12.0, settings.seed
+    return losses, settings.clip_norm, 0.8, 12.0
 
 
 def dprandp_step(phase2_steps: int):
@@ -212,14 +222,14 @@ def dprandp_step(phase2_steps: int):
             torch.nn.init.normal_(network.classifier.weight, std=0.1)
         PrivateTraining(s, {"train": train}, network, tmp_path / "run", progress=False)._step()
         q, n = 20 / 200, 200
-        chosen = PoissonBatches(n, q, 3, s.seed).indices(0)
+        chosen = PoissonBatches(n, q, 3, seen[0].randomness).indices(0)
         sigma = accounting.noise_multiplier(q, 3, 2.0, s.delta, "prv").noise_multiplier
 
         def loss(model, i):  # an example's loss: the mean over its augmented views
-            views = augmult_views(train.images[[i]], [example_seed(s.seed, 0, i)], s.augmult, s.padding)
+            views = augmult_views(train.images[[i]], [example_seed(seen[0].randomness, 0, i)], s.augmult, s.padding)
             return F.cross_entropy(model(views), train.labels[[i]].repeat(s.augmult))
 
-        return [lambda model, i=int(i): loss(model, i) for i in chosen], s.clip_norm, sigma, q * n, s.seed
+        return [lambda model, i=int(i): loss(model, i) for i in chosen], s.clip_norm, sigma, q * n
 
     return run
 
@@ -245,11 +255,11 @@ def head_step(tmp_path, seen):
         accountant="rdp",
         init_scale=1.0,
     )
-    fit_head(x[None], y, 3, settings)
-    chosen = PoissonBatches(40, 0.25, 2, settings.seed).indices(0)
+    fit_head(x[None], y, 3, settings, randomness=RunRandomness.secret(tmp_path))
+    chosen = PoissonBatches(40, 0.25, 2, seen[0].randomness).indices(0)
     sigma = accounting.noise_multiplier(0.25, 2, 3.0, 1e-5, "rdp").noise_multiplier
     losses = [lambda model, i=int(i): sigmoid_loss(model(x[i : i + 1]), y[i : i + 1]).sum() for i in chosen]
-    return losses, 0.7, sigma, 0.25 * 40, settings.seed
+    return losses, 0.7, sigma, 0.25 * 40
 
 
 def probe_step(tmp_path, seen):
@@ -258,10 +268,10 @@ def probe_step(tmp_path, seen):
 
     x, y = features()
     settings = ProbeSettings(epsilon=2.0, delta=1e-5, steps=3, lr=0.5, clip_norm=0.9)
-    fit_probe(x, y, x[:4], 3, settings)
+    fit_probe(x, y, x[:4], 3, settings, RunRandomness.secret(tmp_path))
     sigma = math.sqrt(3) / gaussian.mu_for_epsilon(2.0, 1e-5)  # 3 full-batch Gaussian steps spend epsilon 2
     losses = [lambda model, i=i: softmax_loss(model(x[i : i + 1]), y[i : i + 1]).sum() for i in range(40)]
-    return losses, 0.9, sigma, 40.0, settings.seed
+    return losses, 0.9, sigma, 40.0
 
 
 PATHS = {
@@ -276,10 +286,13 @@ PATHS = {
 
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_one_step_of_each_dp_path_is_the_naive_reference(path, tmp_path, steps_seen):
-    losses, clip_norm, sigma, expected_batch, seed = PATHS[path](tmp_path, steps_seen)
+    losses, clip_norm, sigma, expected_batch = PATHS[path](tmp_path, steps_seen)
     first = steps_seen[0]
+    assert first.randomness.private, "the paths' settings default to secret randomness"
     assert 3 <= len(losses), "a batch of a few examples at least"
-    assert_step_is_the_reference(first, naive_gradient(first.model, losses, clip_norm, sigma, expected_batch, seed, 0))
+    assert_step_is_the_reference(
+        first, naive_gradient(first.model, losses, clip_norm, sigma, expected_batch, first.randomness, 0)
+    )
 
 
 # --- DPStep itself ---------------------------------------------------------------------------
@@ -297,9 +310,10 @@ def tiny_step(ledger: PrivacyLedger | None, clip_norm: float = 0.3, **extra):
     model = Tiny()
     clipper = ClippedGradientSum(model, clip_norm)
     optimizer = torch.optim.SGD(clipper.params, lr=0.1, momentum=0.9)
-    return model, DPStep(clipper, optimizer, ledger, 50, 7, **extra)
+    return model, DPStep(clipper, optimizer, ledger, 50, SEEDED, **extra)
 
 
+SEEDED = RunRandomness.seeded(7)
 DATA = torch.randn(50, 5, generator=torch.Generator().manual_seed(1)), torch.arange(50) % 3
 
 
@@ -316,13 +330,13 @@ def test_steps_charge_the_ledger_and_equal_the_reference_then_refuse_past_the_bu
     x, y = DATA
     for step in range(2):
         chosen = dp_step.batch(step)
-        assert list(chosen) == list(PoissonBatches(50, 0.2, 2, 7).indices(step))
+        assert list(chosen) == list(PoissonBatches(50, 0.2, 2, SEEDED).indices(step))
         report = dp_step(step, micro_batches(model, chosen))
         assert dp_step.ledger.steps_done == step + 1 and report.examples == len(chosen) > 0
         record = steps_seen[-1]
         losses = [lambda m, i=int(i): F.cross_entropy(m(x[i : i + 1]), y[i : i + 1]) for i in chosen]
         assert_step_is_the_reference(
-            record, naive_gradient(record.model, losses, 0.3, ledger.noise_multiplier, 10.0, 7, step)
+            record, naive_gradient(record.model, losses, 0.3, ledger.noise_multiplier, 10.0, SEEDED, step)
         )
     with pytest.raises(BudgetExceeded):
         dp_step(2, micro_batches(model, dp_step.batch(1)))
@@ -333,7 +347,9 @@ def test_the_noise_has_the_ledgers_std_over_q_n():
     """No example, so the gradient is the noise alone: N(0, (sigma C / (q n))^2) per coordinate."""
     ledger = PrivacyLedger("rdp", 0.2, 3.0, 0.3, 1e-5, 10.0, 5)
     layer = nn.Linear(100, 100)
-    dp_step = DPStep(ClippedGradientSum(layer, 0.3), torch.optim.SGD(layer.parameters(), lr=1.0), ledger, 50, 3)
+    dp_step = DPStep(
+        ClippedGradientSum(layer, 0.3), torch.optim.SGD(layer.parameters(), lr=1.0), ledger, 50, RunRandomness.seeded(3)
+    )
     before = layer.weight.detach().clone()
     dp_step(0, [])
     update = (before - layer.weight.detach()).flatten()  # lr 1: minus the gradient
@@ -348,7 +364,7 @@ def test_without_a_ledger_it_clips_without_noise(steps_seen):
     x, y = DATA
     record = steps_seen[-1]
     losses = [lambda m, i=int(i): F.cross_entropy(m(x[i : i + 1]), y[i : i + 1]) for i in chosen]
-    assert_step_is_the_reference(record, naive_gradient(record.model, losses, 0.3, 0.0, 0.3 * 50, 7, 0))
+    assert_step_is_the_reference(record, naive_gradient(record.model, losses, 0.3, 0.0, 0.3 * 50, SEEDED, 0))
 
 
 def test_the_realised_batches_have_mean_q_n():
@@ -368,3 +384,48 @@ def test_a_clipper_with_another_norm_than_the_ledgers_is_refused():
 def test_without_a_ledger_the_rate_and_steps_are_needed():
     with pytest.raises(DpvipInputError, match="sample rate and steps"):
         tiny_step(None)
+
+
+def test_a_delta_of_at_least_one_over_n_is_refused_unless_allowed():
+    ledger = PrivacyLedger("rdp", 0.2, 3.0, 0.3, 0.02, 10.0, 5)  # delta * n = 0.02 * 50 = 1
+    with pytest.raises(DpvipInputError, match=r"delta 0.02 is at least 1/n .* n = 50 .*privacy.allow_large_delta"):
+        tiny_step(ledger)
+    _, dp_step = tiny_step(ledger, allow_large_delta=True)
+    record = dp_step.ledger.record()
+    assert record["delta_n"] == pytest.approx(1.0) and record["delta_at_least_1_over_n"] is True
+
+
+def test_the_ledger_records_the_randomness_and_delta_n(tmp_path):
+    ledger = PrivacyLedger.calibrate("rdp", 0.2, 2, 2.0, 1e-5, 0.3)
+    _, seeded = tiny_step(ledger)
+    record = seeded.ledger.record()
+    assert record["randomness"] == "seeded" and record["private"] is False and "NOT PRIVATE" in record["note"]
+    assert record["examples"] == 50 and record["delta_n"] == pytest.approx(5e-4)
+    assert record["delta_at_least_1_over_n"] is False
+    layer = Tiny()
+    clipper = ClippedGradientSum(layer, 0.3)
+    secret = DPStep(clipper, torch.optim.SGD(clipper.params, lr=0.1), ledger, 50, RunRandomness.secret(tmp_path))
+    record = secret.ledger.record()
+    assert record["randomness"] == "secret" and record["private"] is True and "note" not in record
+    # a seeded run's stored ledger does not continue as a secret one (nor the other way)
+    with pytest.raises(DpvipInputError, match="randomness 'seeded'"):
+        secret.ledger.resumed(seeded.ledger.record(), 0, "state.pt")
+
+
+def test_the_noise_comes_from_the_runs_key(tmp_path):
+    """Full batch (q = 1, so every run takes every example): two secret keys give two noise
+    draws, one key the same draw; nothing of the config's seed enters."""
+    ledger = PrivacyLedger("rdp", 1.0, 2.0, 0.3, 1e-5, 10.0, 1)
+
+    def update(randomness: RunRandomness) -> torch.Tensor:
+        layer = nn.Linear(20, 20)
+        torch.nn.init.zeros_(layer.weight)
+        dp_step = DPStep(
+            ClippedGradientSum(layer, 0.3), torch.optim.SGD(layer.parameters(), lr=1.0), ledger, 50, randomness
+        )
+        dp_step(0, [])
+        return layer.weight.detach().clone()
+
+    first, second = RunRandomness.secret(tmp_path / "a"), RunRandomness.secret(tmp_path / "b")
+    assert not torch.equal(update(first), update(second))
+    assert torch.equal(update(first), update(RunRandomness.secret(tmp_path / "a")))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ from conftest import run_dpvip
 from dpvip.errors import DpvipInputError
 from dpvip.models.checkpoint import read_mae
 from dpvip.privacy.ledger import BudgetExceeded
+from dpvip.privacy.randomness import KEY_FILE
 from dpvip.train.dp_mae import DPMAETraining, dp_train_mae
 from dpvip.plan.dp_pretrain import DPPretrainSettings
 from dpvip.train.metrics import read_metrics
@@ -96,7 +98,15 @@ def test_another_decoder_depth_keeps_the_encoder_and_matching_decoder_blocks(sha
     assert all(torch.equal(own[key], value) for key, value in stored.items())
 
 
+def share_key(run: Path, other: Path) -> None:
+    """Give `other` the secret key of `run` (a run started elsewhere with the same secret)."""
+    (other / "work").mkdir(parents=True)
+    shutil.copy2(run / "work" / KEY_FILE, other / "work" / KEY_FILE)
+
+
 def test_a_crashed_run_resumes_to_the_uninterrupted_one(dp_run, shaders_index, reference_run, tmp_path, monkeypatch):
+    """In secret mode: the resumed run reads its key back and ends bit-identical."""
+    share_key(dp_run, tmp_path / "run")
     crash_on_call(monkeypatch, DPMAETraining, 4)  # after the checkpoint at step 2, before step 4
     with pytest.raises(RuntimeError, match="simulated crash"):
         dp_train_mae(dp_settings(), shaders_index, tmp_path / "run", reference_run / "model.pt", progress=False)
@@ -110,9 +120,29 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_one(dp_run, shaders_index, r
     assert strip(read_metrics(tmp_path / "run" / "metrics.jsonl")) == strip(read_metrics(dp_run / "metrics.jsonl"))
 
 
+def test_two_runs_of_one_config_differ_when_secret_and_agree_when_seeded(shaders_index, tmp_path):
+    def run(name: str, **changes) -> dict:
+        dp_train_mae(dp_settings(steps=2, **changes), shaders_index, tmp_path / name, progress=False)
+        return weights(tmp_path / name)
+
+    assert max_difference(run("secret_a"), run("secret_b")) > 1e-4
+    assert (tmp_path / "secret_a" / "work" / KEY_FILE).read_bytes() != (
+        tmp_path / "secret_b" / "work" / KEY_FILE
+    ).read_bytes()
+    assert_identical(run("seeded_a", randomness="seeded"), run("seeded_b", randomness="seeded"))
+    assert not (tmp_path / "seeded_a" / "work" / KEY_FILE).exists()
+    ledger = record(tmp_path / "seeded_a")["privacy"]
+    assert ledger["randomness"] == "seeded" and "NOT PRIVATE" in ledger["note"]
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
-    [({"clip_norm": 0.25}, "clip_norm"), ({"batch_size": 32}, "sample_rate"), ({"epsilon": 4.0}, "noise_multiplier")],
+    [
+        ({"clip_norm": 0.25}, "clip_norm"),
+        ({"batch_size": 32}, "sample_rate"),
+        ({"epsilon": 4.0}, "noise_multiplier"),
+        ({"randomness": "seeded"}, "randomness"),
+    ],
 )
 def test_resuming_with_another_mechanism_is_refused(shaders_index, tmp_path, monkeypatch, change, named):
     crash_on_call(monkeypatch, DPMAETraining, 4)
@@ -150,6 +180,7 @@ def test_two_gloo_processes_train_what_one_does(dp_run, shaders_index, reference
     the order of floating-point sums."""
     settings = tmp_path / "settings.yaml"
     settings.write_text(yaml.safe_dump(DP_SETTINGS))
+    share_key(dp_run, tmp_path / "run")  # every rank reads the run's one key
     done = run_dpvip(
         "pretrain",
         "dp-mae",

@@ -14,9 +14,8 @@ from scipy.stats import chi2
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy.clipping import CLIP_EPSILON
-from dpvip.privacy.noise import noise_generator
-from dpvip.privacy.sampling import NOISE
-from dpvip.seeds import derive
+from dpvip.privacy.noise import gaussian_noise, noise_generator
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.transfer.private_probe import (
     CENTRE,
     ProbeSettings,
@@ -57,8 +56,19 @@ def test_private_mean_noise_has_the_calibrated_std():
     ratio = float(errors.square().mean().sqrt()) / std
     assert low < ratio < high and 0.97 < low and high < 1.03
     assert abs(float(errors.mean())) < 5 * std / math.sqrt(samples)
-    with pytest.raises(DpvipInputError, match="norm 100 > feature_norm 50"):
-        private_mean(features * 2, norm, sigma, torch.Generator())
+
+
+def test_private_mean_clips_every_row_to_the_feature_norm():
+    """The sum's sensitivity is C_f exactly: a row of any norm adds at most C_f to it."""
+    norm = 50.0
+    features = normalise(torch.randn(8, 30, generator=torch.Generator().manual_seed(1)), norm)
+    # rows of norm 100 are clipped back to norm 50: the same mean as the normalised rows
+    torch.testing.assert_close(private_mean(features * 2, norm, 0.0, None), features.mean(0))
+    huge = torch.full((1, 30), 1e6)
+    assert float(torch.linalg.vector_norm(private_mean(huge, norm, 0.0, None))) <= norm
+    # rows already normalised (up to float32 rounding above C_f) stay within C_f in the sum
+    ones = torch.ones(1000, 1) * norm * (1 + 1e-6)
+    assert float(private_mean(ones, norm, 0.0, None).max()) <= norm
 
 
 @pytest.mark.parametrize(
@@ -108,20 +118,21 @@ def test_calibration_hits_the_target_epsilon(ratio, epsilon):
     assert all(given[key] == pytest.approx(found[key], rel=1e-9) for key in found if found[key] is not None)
 
 
-def test_one_step_equals_a_naive_reference_on_centred_features():
+def test_one_step_equals_a_naive_reference_on_centred_features(tmp_path):
     n, width, classes, lr, seed = 24, 5, 3, 10.0, 4
     train, labels = blobs(n, width, classes, seed=1, offset=2.0)
     test, _ = blobs(10, width, classes, seed=2, offset=2.0)
     settings = ProbeSettings(
         epsilon=4.0, delta=1e-5, steps=1, lr=lr, feature_norm=3.0, sigma_ratio=1.5, seed=seed, micro_batch=5
     )
-    probe, prepared_test, privacy = fit_probe(train, labels, test, classes, settings)
+    randomness = RunRandomness.secret(tmp_path)
+    probe, prepared_test, privacy = fit_probe(train, labels, test, classes, settings, randomness)
     assert privacy["sigma_mean"] == pytest.approx(1.5 * privacy["sigma_sgd"]) and privacy["accountant"].startswith(
         "gdp"
     )
     # normalise, then centre train AND test on one private mean of the train features
     normed = normalise(train, 3.0)
-    mean = private_mean(normed, 3.0, privacy["sigma_mean"], torch.Generator().manual_seed(derive(seed, NOISE, CENTRE)))
+    mean = private_mean(normed, 3.0, privacy["sigma_mean"], noise_generator(randomness, 0, torch.device("cpu"), CENTRE))
     assert float((mean - normed.mean(0)).norm()) > 1e-3  # noisy
     assert torch.allclose(prepared_test, normalise(test, 3.0) - mean, atol=1e-6)
     centred = normed - mean
@@ -130,8 +141,8 @@ def test_one_step_equals_a_naive_reference_on_centred_features():
         w = torch.zeros(classes, width, requires_grad=True)
         grad = torch.autograd.grad(F.cross_entropy((xi @ w.T)[None], yi[None]), w)[0]
         total += grad * min(1.0, 1.0 / (float(grad.norm()) + CLIP_EPSILON))
-    generator = noise_generator(derive(seed, NOISE), 0, torch.device("cpu"))
-    noise = torch.randn(classes * width, generator=generator).view(classes, width) * privacy["sigma_sgd"]
+    generator = noise_generator(randomness, 0, torch.device("cpu"))
+    noise = gaussian_noise((classes * width,), privacy["sigma_sgd"], generator).view(classes, width)
     assert probe.bias is None
     assert torch.allclose(probe.weight.detach(), -lr * (total + noise) / n, rtol=1e-5, atol=1e-6)  # SGD's first step
 
@@ -142,22 +153,35 @@ def test_the_probe_learns_separable_features(centring):
     test, test_labels = blobs(300, 20, 3, seed=6, offset=1.0)
     for epsilon in (8.0, None):
         result = train_probe(
-            train, labels, test, test_labels, 3, ProbeSettings(epsilon=epsilon, delta=1e-5, steps=20, **centring)
+            train,
+            labels,
+            test,
+            test_labels,
+            3,
+            ProbeSettings(epsilon=epsilon, delta=1e-5, steps=20, randomness="seeded", **centring),
         )
         print(centring, epsilon, result["accuracy"])
         assert result["accuracy"] > 80.0  # chance: 33%
         assert (result["privacy"] is None) == (epsilon is None)
 
 
-def test_result_is_json_able_and_deterministic():
+def test_result_is_json_able_and_deterministic_when_seeded_and_not_when_secret(tmp_path):
     import json
 
     train, labels = blobs(60, 6, 3, seed=7)
     settings = ProbeSettings(epsilon=2.0, delta=1e-5, steps=5, feature_norm=10.0, sigma_ratio=2.0)
-    first, second = (train_probe(train, labels, train, labels, 3, settings) for _ in range(2))
+    seeded = ProbeSettings(**(settings.__dict__ | {"randomness": "seeded"}))
+    first, second = (train_probe(train, labels, train, labels, 3, seeded) for _ in range(2))
     first.pop("seconds"), second.pop("seconds")
     assert json.loads(json.dumps(first)) == first == second
     assert first["privacy"]["epsilon"] == pytest.approx(2.0) and first["privacy"]["steps"] == 5
+    # two secret runs of the same settings: two keys, other noise
+    runs = [
+        fit_probe(train, labels, train, 3, settings, RunRandomness.secret(tmp_path / run))[0].weight for run in "ab"
+    ]
+    assert not torch.equal(*runs)
+    with pytest.raises(DpvipInputError, match="needs a private work folder"):
+        fit_probe(train, labels, train, 3, settings)
 
 
 X, Y = blobs(10, 4, 2, seed=8)

@@ -14,9 +14,9 @@ import torch.nn.functional as F
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import gaussian
 from dpvip.privacy.clipping import CLIP_EPSILON
-from dpvip.privacy.noise import noise_generator
-from dpvip.privacy.sampling import NOISE, PoissonBatches
-from dpvip.seeds import derive
+from dpvip.privacy.noise import gaussian_noise, noise_generator
+from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.sampling import PoissonBatches
 from dpvip.transfer.head import HeadSettings, fit_head, lr_factor, make_head, train_head
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -51,9 +51,11 @@ def clipped_sum(grads: list[torch.Tensor], clip_norm: float) -> torch.Tensor:
     return sum(g * min(1.0, clip_norm / (float(g.norm()) + CLIP_EPSILON)) for g in grads)
 
 
-def noise_draw(seed: int, step: int, sigma: float, clip_norm: float, shape: tuple[int, int]) -> torch.Tensor:
-    generator = noise_generator(derive(seed, NOISE), step, torch.device("cpu"))
-    return (torch.randn(shape[0] * shape[1], generator=generator) * (sigma * clip_norm)).view(shape)
+def noise_draw(
+    randomness: RunRandomness, step: int, sigma: float, clip_norm: float, shape: tuple[int, int]
+) -> torch.Tensor:
+    generator = noise_generator(randomness, step, torch.device("cpu"))
+    return gaussian_noise((shape[0] * shape[1],), sigma * clip_norm, generator).view(shape)
 
 
 def test_one_full_batch_dp_adam_step_from_zero_is_a_sign_step():
@@ -62,7 +64,8 @@ def test_one_full_batch_dp_adam_step_from_zero_is_a_sign_step():
     settings = HeadSettings(
         optimizer="adam", lr=0.05, batch_fraction=1.0, epochs=1, epsilon=8.0, delta=1e-5, clip_norm=clip, seed=7
     )
-    head, record = fit_head(x, y, classes, settings)
+    randomness = RunRandomness.seeded(7)
+    head, record = fit_head(x, y, classes, settings, randomness=randomness)
     sigma = record["privacy"]["noise_multiplier"]
     assert record["steps"] == 1 and record["batch_sizes"] == [n]
     assert sigma == pytest.approx(
@@ -71,7 +74,7 @@ def test_one_full_batch_dp_adam_step_from_zero_is_a_sign_step():
     grads = per_example_gradients(torch.zeros(classes, width), -10.0, x[0], y, classes)
     norms = torch.stack([g.norm() for g in grads])
     assert (norms > clip).any() and (norms < clip).any()  # both clipped and unclipped examples
-    noisy = (clipped_sum(grads, clip) + noise_draw(7, 0, sigma, clip, (classes, width))) / n
+    noisy = (clipped_sum(grads, clip) + noise_draw(randomness, 0, sigma, clip, (classes, width))) / n
     weight = head.weight.detach()
     assert torch.allclose(weight, -0.05 * noisy / (noisy.abs() + ADAM_EPS), rtol=1e-5, atol=1e-9)
     assert torch.allclose(weight, -0.05 * noisy.sign(), atol=0.05 * 1e-3)
@@ -81,8 +84,9 @@ def test_one_full_batch_dp_adam_step_from_zero_is_a_sign_step():
 def test_dp_lamb_first_step_is_dp_adams_then_the_trust_ratio_scales_its_steps():
     x, y = blobs(30, 5, 3, seed=2)
     common = {"lr": 0.05, "batch_fraction": 1.0, "epsilon": 8.0, "delta": 1e-5, "seed": 3}
-    lamb, _ = fit_head(x, y, 3, HeadSettings(optimizer="lamb", epochs=1, **common))
-    adam, _ = fit_head(x, y, 3, HeadSettings(optimizer="adam", epochs=1, **common))
+    same = RunRandomness.seeded(3)  # one noise draw for both
+    lamb, _ = fit_head(x, y, 3, HeadSettings(optimizer="lamb", epochs=1, **common), randomness=same)
+    adam, _ = fit_head(x, y, 3, HeadSettings(optimizer="adam", epochs=1, **common), randomness=same)
     assert torch.allclose(lamb.weight, adam.weight, rtol=1e-6, atol=0)  # trust ratio 1 at zero weights
     # Later steps (optax's LAMB): step norm lr * ||w|| exactly, whatever the Adam direction.
     plain = common | {"epsilon": None}
@@ -110,10 +114,11 @@ def test_a_subsampled_run_equals_a_naive_per_example_loop(epsilon):
         seed=seed,
         micro_batch=3,
     )
-    head, record = fit_head(x, y, classes, settings)
+    randomness = RunRandomness.seeded(seed)
+    head, record = fit_head(x, y, classes, settings, randomness=randomness)
     steps = record["steps"]
     assert steps == 4 and record["sample_rate"] == q
-    sampler = PoissonBatches(n, q, steps, seed)
+    sampler = PoissonBatches(n, q, steps, randomness)
     weight, sizes = torch.zeros(classes, width), []
     for step in range(steps):
         chosen = torch.from_numpy(sampler.indices(step))
@@ -123,7 +128,9 @@ def test_a_subsampled_run_equals_a_naive_per_example_loop(epsilon):
             gradient = sum(grads) / max(1, len(grads))
         else:
             sigma = record["privacy"]["noise_multiplier"]
-            gradient = (clipped_sum(grads, clip) + noise_draw(seed, step, sigma, clip, (classes, width))) / (q * n)
+            gradient = (clipped_sum(grads, clip) + noise_draw(randomness, step, sigma, clip, (classes, width))) / (
+                q * n
+            )
         weight = weight - lr * gradient
         sizes.append(len(chosen))
     assert record["batch_sizes"] == sizes and len(set(sizes)) > 1
@@ -140,6 +147,7 @@ def test_realised_poisson_batches_have_mean_q_n():
         y,
         2,
         HeadSettings(optimizer="sgd", lr=0.1, batch_fraction=q, epochs=20, epsilon=8.0, accountant="rdp", delta=1e-5),
+        randomness=RunRandomness.seeded(0),
     )
     sizes = np.array(record["batch_sizes"])
     assert record["steps"] == len(sizes) == 400
@@ -151,7 +159,7 @@ def test_realised_poisson_batches_have_mean_q_n():
 def test_the_head_learns_separable_features_and_zero_init_beats_a_huge_one():
     train, labels = blobs(300, 20, 3, seed=5)
     test, test_labels = blobs(300, 20, 3, seed=6)
-    single_step = {"optimizer": "adam", "lr": 0.1, "batch_fraction": 1.0, "epochs": 1}
+    single_step = {"optimizer": "adam", "lr": 0.1, "batch_fraction": 1.0, "epochs": 1, "randomness": "seeded"}
     runs = {
         "dp": HeadSettings(epsilon=8.0, **single_step),
         "plain": HeadSettings(epsilon=None, **single_step),
@@ -164,6 +172,7 @@ def test_the_head_learns_separable_features_and_zero_init_beats_a_huge_one():
             accountant="rdp",
             schedule="cosine",
             warmup_epochs=1.0,
+            randomness="seeded",
         ),
         "dp huge init": HeadSettings(epsilon=8.0, init_scale=100.0, **single_step),
     }
@@ -189,6 +198,7 @@ def test_result_is_json_able_and_deterministic():
         accountant="rdp",
         delta=1e-5,
         micro_batch=7,
+        randomness="seeded",
     )
     first, second = train_head(x, y, x[0], y, 2, settings), train_head(x, y, x[0], y, 2, settings)
     first.pop("seconds"), second.pop("seconds")

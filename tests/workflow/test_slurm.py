@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import deterministic_tables, run_snakemake, shard_hashes, snakemake_command, snakemake_env
+from conftest import (
+    SEEDED,
+    copy_secret_keys,
+    deterministic_tables,
+    run_snakemake,
+    shard_hashes,
+    snakemake_command,
+    snakemake_env,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.workflow, pytest.mark.slurm, pytest.mark.slow]
@@ -80,10 +88,12 @@ def reference(tmp_path_factory) -> Path:
 
 
 def copy_upstream(reference: Path, workdir: Path) -> None:
-    """The reference's inputs of the DP run (shards, (Syn)-ViP), so only dp_mae runs again."""
+    """The reference's inputs of the DP run (shards, (Syn)-ViP), so only dp_mae runs again,
+    and the DP run's secret key, so it draws the reference's noise and batches."""
     shutil.copytree(
         reference / "results", workdir / "results", ignore=shutil.ignore_patterns("dp_pretrain", "logs", "benchmarks")
     )
+    assert copy_secret_keys(reference, workdir) == 1
 
 
 def submitted(workdir: Path) -> list[str]:
@@ -199,7 +209,9 @@ def test_one_table_per_paper_through_slurm_equals_the_local_run(slurm_cluster, e
     cluster = tmp_path
     started = time.monotonic()
     targets = [f"results/tables/{table}.csv" for table in SUBSET]
-    done = run_snakemake(cluster, *targets, *slurm_arguments(*fitted_resources()), env=slurm_cluster.env, timeout=3600)
+    # seeded, as the local run: the same noise and batches in both folders
+    slurm = slurm_arguments(*fitted_resources())
+    done = run_snakemake(cluster, *targets, *slurm, "--configfile", str(SEEDED), env=slurm_cluster.env, timeout=3600)
     assert done.returncode == 0, done.output[-3000:]
     print(f"{len(SUBSET)} tables through Slurm: {time.monotonic() - started:.0f} s")
 

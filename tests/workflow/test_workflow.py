@@ -3,6 +3,7 @@ end-to-end run of the embedded default in a temporary working directory."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -305,6 +306,28 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         *(f"tables/dprandp_table{n}.md" for n in (4, 5, 22, 23)),
     ):
         assert (bundle / name).is_file(), name
+    # Seeded here (tests/workflow/seeded.yaml): every table built on DP runs, and every run's
+    # ledger, says that the runs are not private.
+    for table in ("vip_dp_runs", "vip_table1", "vip_table5", "dprandp_table1", "dprandp_claims", "mehta_table5"):
+        assert "NOT PRIVATE" in (bundle / "tables" / f"{table}.md").read_text(), table
+    assert "NOT PRIVATE" not in (bundle / "tables/privacy_audit.md").read_text()  # the papers' claims
+    dp_ledger = json.loads((tmp_path / "results/dp_pretrain/vip_micro/privacy.json").read_text())
+    assert dp_ledger["randomness"] == "seeded" and dp_ledger["note"].startswith("NOT PRIVATE")
+    assert not list((tmp_path / "results").rglob("dp_secret.key"))  # seeded runs make no key
+    # The privacy statement: every published file has a status; what is outside the guarantee
+    # says why; the DP runs behind each output are listed with their mechanisms.
+    statement = json.loads((bundle / "privacy.json").read_text())
+    assert not statement["private"] and "NOT PRIVATE" in (bundle / "PRIVACY.md").read_text()
+    entries = {entry["output"]: entry for entry in statement["outputs"]}
+    assert {entries[f"vip_figure{n}"]["inside_guarantee"] for n in ("3a", "3b", "4a", "4b", "7")} == {"no"}
+    assert entries["vip_dp_runs"]["inside_guarantee"] == "no"
+    assert entries["vip_table1"]["inside_guarantee"] == "yes" and entries["vip_table1"]["mechanisms"]
+    assert "test" in entries["vip_table1"]["hyperparameters_on_test_data"]  # the probe grid
+    assert entries["mehta_table1"]["hyperparameters_on_test_data"].startswith("learning rate")
+    assert all(
+        entry["mechanisms"] for entry in entries.values() if entry["private_data"] and entry["output"] != "report"
+    )
+    assert not entries["privacy_audit"]["private_data"] and not entries["synthetic_samples"]["private_data"]
     # The ViP tables hold real numbers from the runs, beside the paper's. Floors are what the
     # embedded default learns on digits (10 classes, 360 test images: chance 10%), with a
     # margin; measured here: probes 94%, 10-shot fine-tuning 23-31%.
@@ -327,7 +350,6 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
 
     # DP-RandP: each run spends exactly its budget over both phases; the tables and the
     # claims hold measured numbers beside the paper's.
-    import json
 
     private = tmp_path / "results/dprandp/private/CIFAR-10"
     result = json.loads((private / "randp_wrn10_1/p4_eps1_seed0.json").read_text())
@@ -355,14 +377,14 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     claims = pd.read_csv(tmp_path / "results/tables/dprandp_claims.csv")
     assert claims["held"].tolist() == [True, False, True, True]
 
-    again = run_snakemake(tmp_path, "--cores", "2", "-n")
+    again = embedded_default.snakemake("--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
 
     # A partial rerun: one changed evaluation setting, one table asked for. Only that table's
     # jobs that read the setting (ADE20K of its two encoders) and the table itself would run.
     tweak = tmp_path / "tweak.yaml"
     tweak.write_text("evaluate:\n  ade20k:\n    epochs: 11\n")
-    partial = run_snakemake(tmp_path, "-n", "results/tables/vip_table4.csv", "--configfile", str(tweak))
+    partial = embedded_default.snakemake("-n", "results/tables/vip_table4.csv", configfiles=[tweak])
     assert partial.returncode == 0, partial.output
     counts = job_counts(partial.output)
     assert set(counts) == {"evaluate", "table_vip_result"} and counts["table_vip_result"] == 1
@@ -383,8 +405,8 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert probe.at[1.0, "σ_1 (paper)"] == 71 and probe.at[1.0, "epsilon (ours)"] == pytest.approx(1.0, abs=1e-3)
     study = tmp_path / "results/dp_transfer/mehta_table5.json"
     first = json.loads(study.read_text())["runs"]
-    rerun = run_snakemake(
-        tmp_path, "--cores", "2", "results/tables/mehta_table5.csv", "--forcerun", str(study.relative_to(tmp_path))
+    rerun = embedded_default.snakemake(
+        "--cores", "2", "results/tables/mehta_table5.csv", "--forcerun", str(study.relative_to(tmp_path))
     )
     assert rerun.returncode == 0, rerun.output
     assert job_counts(rerun.output) == {"transfer_study": 1, "table_mehta": 1}
@@ -416,7 +438,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     probe = private / "randp_wrn10_1_dead_leaves/p24_eps1_seed0.json"
     probe_before = json.loads(probe.read_text())
     shard.unlink()
-    redo = run_snakemake(tmp_path, "--cores", "2")
+    redo = embedded_default.snakemake("--cores", "2")
     assert redo.returncode == 0, redo.output
     assert job_counts(redo.output) == {
         "synthetic_shard": 1,
@@ -441,7 +463,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     # new file's time, with the same inputs, which the lost shard above already shows).
     weights = torch.load(run / "model.pt")["model"]
     (run / "model.pt").unlink()
-    redo = run_snakemake(tmp_path, "--cores", "2", str((run / "model.pt").relative_to(tmp_path)))
+    redo = embedded_default.snakemake("--cores", "2", str((run / "model.pt").relative_to(tmp_path)))
     assert redo.returncode == 0, redo.output
     assert job_counts(redo.output) == {"syn_vip": 1}
     assert "resuming" in (tmp_path / "results/logs/pretrain/syn_vip_micro.log").read_text()

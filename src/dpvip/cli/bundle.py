@@ -1,4 +1,5 @@
-"""`dpvip bundle verify`: check a results bundle against its manifest."""
+"""`dpvip bundle verify`: check a results bundle against its manifest and its privacy
+statement (every published file has a status; a seeded bundle is said to be not private)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,12 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
         print(f"changed: {name}")
     for name in result.unlisted:
         print(f"not in manifest (ignored): {name}")
+    for name in result.unstated:
+        print(f"published without a privacy status (not in privacy.json): {name}")
+    if result.not_private:
+        print(f"{result.not_private}: this bundle's DP runs are not private (see PRIVACY.md)")
     if result.ok:
-        print(f"bundle {args.directory}: every file matches its hash")
+        print(f"bundle {args.directory}: every file matches its hash and has a privacy status")
         return 0
     return 1
 

@@ -20,7 +20,7 @@ def _plan(path: str):
         raise DpvipInputError(f"configuration file {path} does not exist")
     config = yaml.safe_load(Path(path).read_text()) or {}
     validate_config(config)  # the defaults the workflow fills
-    return DPRandPPlan(config["dprandp"], config["synthetic"]["datasets"])
+    return DPRandPPlan(config["dprandp"], config["synthetic"]["datasets"], config.get("privacy"))
 
 
 def _private_run(plan, path: str):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -33,10 +34,11 @@ from dpvip.errors import DpvipInputError
 from dpvip.evaluate.features import FeatureChoice
 from dpvip.evaluate.finetune import Classifier, classifier_accuracy
 from dpvip.models.mae import MaskedAutoencoder
-from dpvip.privacy import ACCOUNTANTS
+from dpvip.privacy import ACCOUNTANTS, check_randomness
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.step import DPStep
 
 PAPER_DELTA = 8e-7  # ViP A.5, for ImageNet-1K
@@ -55,9 +57,12 @@ class DPFinetuneSettings:
     accountant: str = "rdp"
     features: FeatureChoice = FeatureChoice(pooling="mean")
     seed: int = 0
+    randomness: str = "secret"  # privacy.randomness: secret, or seeded (reproducible, NOT private)
+    allow_large_delta: bool = False  # privacy.allow_large_delta: run with delta >= 1/n
     micro_batch: int = 64  # examples per forward/backward pass: bounds memory, not the result
 
     def check(self) -> None:
+        check_randomness(self.randomness)
         for key in ("batch_size", "steps", "micro_batch"):
             value = getattr(self, key)
             if int(value) != value or value < 1:
@@ -124,11 +129,23 @@ def _summary(sizes: list[int], expected: float) -> dict:
     }
 
 
+def run_randomness(settings: DPFinetuneSettings, examples: int, work_dir: str | Path | None) -> RunRandomness:
+    """The noise and batches of a fine-tuning run on `examples` images: its secret in
+    `work_dir`, or its seed; one stream per settings and n."""
+    run = {"settings": asdict(settings), "examples": examples}
+    return RunRandomness.for_run(settings.randomness, work_dir, settings.seed, run)
+
+
 def train_dp_classifier(
-    mae: MaskedAutoencoder, train, settings: DPFinetuneSettings, progress: bool = True
+    mae: MaskedAutoencoder,
+    train,
+    settings: DPFinetuneSettings,
+    work_dir: str | Path | None = None,
+    progress: bool = True,
 ) -> tuple[Classifier, dict]:
     """A copy of `mae` with a linear head, fine-tuned on `train` under DP-AdamW; returns it
-    and what the run recorded (the privacy ledger w.r.t. `train`, realised batch sizes)."""
+    and what the run recorded (the privacy ledger w.r.t. `train`, realised batch sizes).
+    `work_dir`: the run's private folder, where its secret key lives (secret randomness)."""
     settings.check()
     examples = len(train)
     if examples == 0:
@@ -148,7 +165,8 @@ def train_dp_classifier(
     clipper = ClippedGradientSum(classifier, settings.clip_norm)
     optimizer = make_optimizer("adamw", clipper.params, settings.lr, settings.weight_decay)
     scheduler = warmup_then_constant(optimizer, settings.warmup_steps)
-    dp_step = DPStep(clipper, optimizer, ledger, examples, settings.seed)
+    randomness = run_randomness(settings, examples, work_dir)
+    dp_step = DPStep(clipper, optimizer, ledger, examples, randomness, allow_large_delta=settings.allow_large_delta)
     sizes, clipped = [], 0
     try:
         for step in tqdm(range(settings.steps), desc="DP fine-tuning", disable=not progress):
@@ -167,11 +185,18 @@ def train_dp_classifier(
     return classifier, record
 
 
-def dp_finetune(mae: MaskedAutoencoder, train, test, settings: DPFinetuneSettings, progress: bool = True) -> dict:
+def dp_finetune(
+    mae: MaskedAutoencoder,
+    train,
+    test,
+    settings: DPFinetuneSettings,
+    work_dir: str | Path | None = None,
+    progress: bool = True,
+) -> dict:
     """Fine-tune a copy of `mae` with a linear head on `train` under DP-AdamW and score it on
     `test` (LabelledImages or FolderImages): top-1 accuracy in percent, the privacy ledger
     (w.r.t. `train`), the realised batch sizes and the settings."""
-    classifier, record = train_dp_classifier(mae, train, settings, progress)
+    classifier, record = train_dp_classifier(mae, train, settings, work_dir, progress)
     return {
         "top1_percent": 100.0 * classifier_accuracy(classifier, test),
         **record,

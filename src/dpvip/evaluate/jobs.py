@@ -19,7 +19,7 @@ from dpvip.evaluate.features import FeatureChoice, extract
 from dpvip.evaluate.kshot import k_shot_indices
 from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, top1_accuracy, train_probe_augmented
 from dpvip.plan.vip_evaluations import Evaluation
-from dpvip.files import write_json
+from dpvip.files import private_work_dir, write_json
 from dpvip.models.checkpoint import load_mae_at
 
 
@@ -110,7 +110,7 @@ def _dp_finetune(evaluation: Evaluation, section: dict, checkpoint: str | None, 
     train, test, data = labelled_split(
         evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"]
     )
-    result = dp_finetune(mae, train, test, settings)
+    result = dp_finetune(mae, train, test, settings, private_work_dir(paths["out"]))
     privacy = result["privacy"]
     columns = {"Top-1 Accuracy": result["top1_percent"], "epsilon": privacy["epsilon_spent"], "delta": privacy["delta"]}
     return {"columns": columns, "data": data} | {

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings
-from dpvip.privacy import ACCOUNTANTS, OPTIMIZERS
+from dpvip.privacy import ACCOUNTANTS, OPTIMIZERS, check_randomness
 from dpvip.plan.pretrain import fingerprint, settings_from_config
 
 
@@ -32,6 +32,8 @@ class DPPretrainSettings:
     accountant: str = "rdp"
     crop_scale: tuple[float, float] = (0.2, 1.0)
     seed: int = 0
+    randomness: str = "secret"  # privacy.randomness: secret, or seeded (reproducible, NOT private)
+    allow_large_delta: bool = False  # privacy.allow_large_delta: run with delta >= 1/n
     examples: int | None = None  # train on the first `examples` of the dataset (None: all)
     # How the run is carried out; none of these change the result.
     micro_batch: int = 32  # examples per forward/backward pass: bounds memory
@@ -48,6 +50,7 @@ class DPPretrainSettings:
         return settings
 
     def check(self) -> None:
+        check_randomness(self.randomness)
         if self.examples is not None and (int(self.examples) != self.examples or self.examples < 1):
             raise DpvipInputError(f"examples {self.examples} must be a positive integer")
         for key in ("steps", "batch_size", "micro_batch"):

@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import ACCOUNTANTS
+from dpvip.privacy import ACCOUNTANTS, check_randomness
 from dpvip.plan.dprandp_runs import DPRandPPlan, PrivateRun, epsilon_label
 
 
@@ -35,9 +35,12 @@ class PrivateSettings:
     padding: int = 4
     micro_batch: int = 256  # examples per forward/backward pass: bounds memory, not the result
     seed: int = 0
+    randomness: str = "secret"  # privacy.randomness: secret, or seeded (reproducible, NOT private)
+    allow_large_delta: bool = False  # privacy.allow_large_delta: run with delta >= 1/n
     checkpoint_every: int = 100
 
     def check(self) -> None:
+        check_randomness(self.randomness)
         for key in ("steps", "batch_size", "augmult", "micro_batch", "checkpoint_every", "image_size"):
             value = getattr(self, key)
             if int(value) != value or value < 1:
@@ -104,6 +107,7 @@ def private_settings(plan: DPRandPPlan, run: PrivateRun) -> PrivateSettings:
         lr_phase2=entry.lr_phase2,
         lr_phase3=entry.lr_phase3,
         seed=run.seed,
+        **plan.run_options,
         **shared,
         **own,
     )

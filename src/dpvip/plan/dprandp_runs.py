@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy import run_options
 from dpvip.plan.dprandp_phase1 import METHODS
 
 COLD = "cold"
@@ -87,8 +88,9 @@ class ScheduleEntry:
 class DPRandPPlan:
     """Every run of the `dprandp` config section, and which run fills which table cell."""
 
-    def __init__(self, section: dict, synthetic_datasets: dict):
+    def __init__(self, section: dict, synthetic_datasets: dict, privacy: dict | None = None):
         self.section = section
+        self.run_options = run_options(privacy)  # randomness, allow_large_delta: every private run's
         phase1 = section["phase1"]
         self.model = phase1["model"]
         self.dataset = phase1["dataset"]

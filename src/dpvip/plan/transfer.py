@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy import run_options
 
 KINDS = {"syn_vip": "mae", "dp_pretrain": "mae", "dprandp": "wrn"}  # `from` -> network kind
 MEHTA_TABLES = ("table1", "table2", "table3", "table4", "table5")
@@ -87,8 +88,9 @@ def batch_label(name: str) -> str:
 class TransferPlan:
     """The caches and runs of every Mehta et al. and DP-RandP private-probing table."""
 
-    def __init__(self, section: dict):
+    def __init__(self, section: dict, privacy: dict | None = None):
         self.section = section
+        self.run_options = run_options(privacy)  # randomness, allow_large_delta: every run's
         # A null entry removes what a merged-over config defines (paper.yaml over the embedded).
         self.backbones: dict = _present(section.get("backbones", {}))
         self.datasets: dict = _present(section.get("datasets", {}))
@@ -173,7 +175,7 @@ class TransferPlan:
             "clip_norm": self.mehta["clip_norm"],
             "delta": self.mehta["delta"],
             "accountant": self.mehta["accountant"],
-        }
+        } | self.run_options
         return [
             Run(
                 "head",
@@ -373,7 +375,7 @@ class TransferPlan:
             "momentum": p["momentum"],
             "clip_norm": p["clip_norm"],
             "feature_norm": p.get("feature_norm"),
-        }
+        } | self.run_options
         runs = []
         for entry in p["schedule"]:
             epsilon = entry.get("epsilon")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
 from dpvip.models import mae_size, mae_variant
+from dpvip.privacy import run_options
 from dpvip.plan.vip_rows import PROBE_COLUMN, VIP_TABLES, Backbones, figure5_backbones, table_rows
 
 TASKS = ("linear_probe", "few_shot", "coco", "ade20k", "dp_finetune")
@@ -49,6 +50,7 @@ class Evaluation:
 class EvaluationPlan:
     section: dict  # the config's `evaluate`
     backbones: Backbones
+    privacy: dict | None = None  # the config's `privacy` (DP fine-tuning takes its run options)
 
     def __post_init__(self) -> None:
         datasets = self.section.get("datasets", {})
@@ -87,6 +89,8 @@ class EvaluationPlan:
         }
         if evaluation.task in ("coco", "ade20k"):  # their stand-in
             part["shapes"] = self.section.get("shapes", {})
+        if evaluation.task == "dp_finetune":
+            part["dp_finetune"] = dict(part["dp_finetune"]) | run_options(self.privacy)
         return part
 
     def evaluation(self, backbone: str, metric: str) -> Evaluation | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
 from dpvip.models import mae_size, mae_variant
+from dpvip.privacy import check_delta, run_options
 from dpvip.plan.dp_pretrain import DPPretrainSettings
 
 ABLATIONS = ("dataset_size", "random_init", "model_size", "batch_size", "decoder_depth", "mask_ratio", "epsilon")
@@ -45,10 +46,13 @@ def ablation_model(section: dict) -> str:
     return section.get("ablation_model") or section["models"][0]
 
 
-def expand_runs(section: dict, syn_vip_models: list[str], dataset_examples: int | None) -> dict[str, DPRun]:
+def expand_runs(
+    section: dict, syn_vip_models: list[str], dataset_examples: int | None, privacy: dict | None = None
+) -> dict[str, DPRun]:
     """{name: run} for the config section `dp_pretrain`; every run's settings checked (against
-    the dataset's size when the config knows it)."""
-    base = dict(section.get("settings", {}))
+    the dataset's size when the config knows it). Every run takes the `privacy` section's
+    run options (randomness, allow_large_delta)."""
+    base = dict(section.get("settings", {})) | run_options(privacy)
     ablations = section.get("ablations", {})
     runs: dict[str, DPRun] = {}
 
@@ -57,7 +61,9 @@ def expand_runs(section: dict, syn_vip_models: list[str], dataset_examples: int 
         try:
             settings = DPPretrainSettings.from_config(values, model)
             if dataset_examples:
-                settings.sample_rate(settings.examples_of(dataset_examples))
+                examples = settings.examples_of(dataset_examples)
+                settings.sample_rate(examples)
+                check_delta(settings.delta_for(examples), examples, settings.allow_large_delta)
         except DpvipInputError as err:
             raise DpvipInputError(f"dp_pretrain run {name}: {err}") from None
         if init is not None and init not in syn_vip_models:

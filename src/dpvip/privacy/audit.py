@@ -48,6 +48,8 @@ def audit_claim(claim: Claim, accountants: tuple[str, ...] = ACCOUNTANTS) -> dic
         "sigma_printed": claim.sigma_printed,
         "steps": mechanism.steps,
         "delta": claim.delta,
+        "delta_n": claim.delta * claim.n,  # >= 1: a delta that allows publishing an example outright
+        "delta_at_least_1_over_n": claim.delta * claim.n >= 1,
         "claimed_epsilon": claim.epsilon,
         "paper_accountant": claim.accountant,
     }

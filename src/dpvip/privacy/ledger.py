@@ -6,6 +6,10 @@ steps spend) and recorded; every checkpoint and metrics record carries the ledge
 A step is charged before it is taken, and a run refuses a step past its planned T (the
 calibration makes T steps spend at most the target epsilon), so it never exceeds its budget.
 A resumed run continues the stored ledger and refuses other q, sigma, C or accountant.
+
+The ledger also says where the run's randomness came from (`secret`, or `seeded`: not
+private) and n, the examples the guarantee is about, so that its record gives delta * n and
+flags delta >= 1/n (a delta that large lets a mechanism publish one example outright).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import accounting
+from dpvip.privacy.randomness import NOT_PRIVATE
 
 
 class BudgetExceeded(DpvipInputError):
@@ -30,6 +35,8 @@ class PrivacyLedger:
     target_epsilon: float
     planned_steps: int
     steps_done: int = 0
+    randomness: str = "secret"  # or "seeded": not private (set by the run's DPStep)
+    examples: int | None = None  # n (set by the run's DPStep)
 
     # What a resumed run must share with the stored ledger.
     MECHANISM = (
@@ -40,6 +47,8 @@ class PrivacyLedger:
         "delta",
         "target_epsilon",
         "planned_steps",
+        "randomness",
+        "examples",
     )
 
     @classmethod
@@ -74,9 +83,24 @@ class PrivacyLedger:
             )
         return replace(self, steps_done=self.steps_done + steps)
 
+    def of_run(self, randomness: str, examples: int) -> PrivacyLedger:
+        """This ledger, recording where the run's randomness comes from and its n."""
+        return replace(self, randomness=randomness, examples=examples)
+
+    @property
+    def private(self) -> bool:
+        return self.randomness == "secret"
+
     def record(self) -> dict:
-        """The ledger with the epsilon spent so far, for checkpoints and metrics."""
-        return asdict(self) | {"epsilon_spent": self.epsilon_spent()}
+        """The ledger with the epsilon spent so far, delta * n and its flag, and (seeded
+        runs) that the run is not private: for checkpoints and metrics."""
+        record = asdict(self) | {"epsilon_spent": self.epsilon_spent(), "private": self.private}
+        if self.examples:
+            record |= {
+                "delta_n": self.delta * self.examples,
+                "delta_at_least_1_over_n": self.delta * self.examples >= 1,
+            }
+        return record if self.private else record | {"note": NOT_PRIVATE}
 
     @classmethod
     def from_record(cls, record: dict) -> PrivacyLedger:

@@ -1,9 +1,11 @@
 """Privatising a summed clipped gradient: sum over ranks, add N(0, sigma^2 C^2) once, and
 normalise by the expected batch size.
 
-Every rank draws the same noise from a generator seeded by (noise seed, step), after the
-all-reduce, so the noise enters the global sum exactly once and every rank applies the same
-update without a broadcast. The noise does not depend on the number of ranks.
+Every rank draws the same noise from a generator seeded by the run's keyed derivation of
+(noise, step) (`dpvip.privacy.randomness`), after the all-reduce, so the noise enters the
+global sum exactly once and every rank applies the same update without a broadcast. The
+noise does not depend on the number of ranks. Each coordinate is the sum of four draws
+divided by 2 (same law; see `randomness` for why).
 
 Normalisation is by the expected batch size q * n, not by the realised one: the realised
 size is data-dependent and not privatised, while q * n is public (opacus does the same, and
@@ -16,15 +18,21 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from dpvip.seeds import derive
+from dpvip.privacy.randomness import RunRandomness
+
+DRAWS = 4  # N(0, s^2) as (x1 + x2 + x3 + x4) / 2, as opacus' secure_mode draws it
 
 
-def noise_generator(noise_seed: int, step: int, device: torch.device) -> torch.Generator:
-    return torch.Generator(device=device).manual_seed(derive(noise_seed, step))
+def noise_generator(randomness: RunRandomness, step: int, device: torch.device, purpose: str = "noise"):
+    """The generator of `step`'s noise (or of another noisy release: `purpose`)."""
+    return torch.Generator(device=device).manual_seed(randomness.seed(purpose, step))
 
 
 def gaussian_noise(shape: torch.Size | tuple, std: float, generator: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=generator, device=generator.device, dtype=torch.float32) * std
+    total = torch.zeros(shape, device=generator.device, dtype=torch.float32)
+    for _ in range(DRAWS):
+        total += torch.randn(shape, generator=generator, device=generator.device, dtype=torch.float32)
+    return total * (std / DRAWS**0.5)
 
 
 def privatize(

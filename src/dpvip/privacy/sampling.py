@@ -2,7 +2,8 @@
 included independently with probability q.
 
 The index range is cut into fixed blocks of `BLOCK` examples; the inclusions of a block at a
-step are drawn from their own generator, seeded by (seed, step, block), and block b is drawn
+step are drawn from their own generator, seeded by the run's keyed derivation of (inclusion,
+step, block) (`dpvip.privacy.randomness`), and block b is drawn
 by rank b mod world. So ranks draw independently (each from its own streams), every example
 is decided exactly once per step, and the global batch is the same whatever the number of
 ranks: a run on 2 GPUs samples what a run on 1 samples.
@@ -15,16 +16,14 @@ from collections.abc import Iterator
 import numpy as np
 
 from dpvip.errors import DpvipInputError
-from dpvip.seeds import derive
+from dpvip.privacy.randomness import RunRandomness
 
 BLOCK = 1024
-# Seed domains, so the inclusion draws, the examples' draws and the noise never share a seed.
-INCLUSION, EXAMPLE, NOISE = 1, 2, 3
 
 
-def example_seed(run_seed: int, step: int, index: int) -> int:
+def example_seed(randomness: RunRandomness, step: int, index: int) -> int:
     """The seed of one example's random draws (augmentation, MAE mask) at one step."""
-    return derive(run_seed, EXAMPLE, step, index)
+    return randomness.seed("example", step, index)
 
 
 class PoissonBatches:
@@ -36,7 +35,7 @@ class PoissonBatches:
         num_samples: int,
         sample_rate: float,
         total_steps: int,
-        seed: int,
+        randomness: RunRandomness,
         rank: int = 0,
         world: int = 1,
         start_step: int = 0,
@@ -46,7 +45,7 @@ class PoissonBatches:
         if num_samples < 1:
             raise DpvipInputError("Poisson sampling needs a dataset with at least one example")
         self.num_samples, self.sample_rate, self.total_steps = num_samples, sample_rate, total_steps
-        self.seed, self.rank, self.world, self.start_step = seed, rank, world, start_step
+        self.randomness, self.rank, self.world, self.start_step = randomness, rank, world, start_step
 
     def blocks(self) -> range:
         """The blocks this rank draws."""
@@ -58,12 +57,12 @@ class PoissonBatches:
         for block in self.blocks():
             start = block * BLOCK
             size = min(BLOCK, self.num_samples - start)
-            draws = np.random.default_rng(derive(self.seed, INCLUSION, step, block)).random(size)
+            draws = np.random.default_rng(self.randomness.entropy("inclusion", step, block)).random(size)
             chosen.append(start + np.flatnonzero(draws < self.sample_rate))
         return np.concatenate(chosen) if chosen else np.empty(0, dtype=np.int64)
 
     def rank_batch(self, step: int) -> list[tuple[int, int]]:
-        return [(int(index), example_seed(self.seed, step, int(index))) for index in self.indices(step)]
+        return [(int(index), example_seed(self.randomness, step, int(index))) for index in self.indices(step)]
 
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
         for step in range(self.start_step, self.total_steps):

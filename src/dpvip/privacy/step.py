@@ -12,8 +12,9 @@ head and DP-RandP's private probe) takes its steps through a `DPStep`, which in 
    by the expected batch q n (`privatize`);
 5. writes the result into `.grad` and steps the optimizer.
 
-The noise of step t comes from a generator seeded by (run seed, NOISE, t) and the batch
-from (run seed, INCLUSION, t, block): both are derived here, from the run's seed.
+The noise of step t and its batch come from the run's `RunRandomness`
+(`dpvip.privacy.randomness`): a keyed derivation of (noise, t) and of (inclusion, t, block)
+from the run's secret, or, in `seeded` mode (not private), from its published seed.
 
 Without a ledger (DP-RandP's epsilon inf) the step clips without noise, at the sample rate
 it is given: what the paper's non-private column does.
@@ -29,12 +30,13 @@ import numpy as np
 import torch
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy import check_delta
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.noise import noise_generator, privatize
 from dpvip.privacy.optimizers import set_gradients
-from dpvip.privacy.sampling import NOISE, PoissonBatches
-from dpvip.seeds import derive
+from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.sampling import PoissonBatches
 
 Losses = Callable[[], torch.Tensor]  # a forward pass: per-example losses (K rows each with K views)
 
@@ -59,7 +61,7 @@ class DPStep:
         optimizer: torch.optim.Optimizer,
         ledger: PrivacyLedger | None,
         examples: int,
-        seed: int,
+        randomness: RunRandomness,
         *,
         sample_rate: float | None = None,
         steps: int | None = None,
@@ -67,15 +69,19 @@ class DPStep:
         world: int = 1,
         all_reduce: Callable[[torch.Tensor], None] = lambda flat: None,
         autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+        allow_large_delta: bool = False,
     ):
         if ledger is not None:
+            check_delta(ledger.delta, examples, allow_large_delta)
             sample_rate, steps = ledger.sample_rate, ledger.planned_steps
+            # the ledger records where the randomness comes from and what n its delta is about
+            ledger = ledger.of_run(randomness.mode, examples)
         elif sample_rate is None or steps is None:
             raise DpvipInputError("a DP step without a ledger needs its sample rate and steps")
         self.clipper, self.optimizer, self.ledger = clipper, optimizer, ledger
-        self.sampler = PoissonBatches(examples, sample_rate, steps, seed, rank, world)
+        self.sampler = PoissonBatches(examples, sample_rate, steps, randomness, rank, world)
         self.expected_batch_size = sample_rate * examples
-        self.noise_seed = derive(seed, NOISE)
+        self.randomness = randomness
         self.all_reduce, self.autocast = all_reduce, autocast
 
     @property
@@ -110,7 +116,7 @@ class DPStep:
                 losses, norms = clipper.add(losses_of)
             loss_sum += losses.sum().double() / clipper.views
             clipped += (norms > clipper.clip_norm).sum()
-        generator = noise_generator(self.noise_seed, step, device)
+        generator = noise_generator(self.randomness, step, device)
         gradients = privatize(
             clipper.sums, self.noise_multiplier, clipper.clip_norm, self.expected_batch_size, generator, self.all_reduce
         )

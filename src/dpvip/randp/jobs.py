@@ -7,15 +7,9 @@ import dataclasses
 import math
 from pathlib import Path
 
-from dpvip.files import write_json
+from dpvip.files import private_work_dir, write_json
 from dpvip.plan.dprandp_runs import Phase1Run, PrivateRun
 from dpvip.plan.dprandp_private import PrivateSettings
-
-
-def work_dir(out: str | Path) -> Path:
-    """Where a private run keeps its resumable state (and final weights): beside its result."""
-    out = Path(out)
-    return out.with_name(out.stem + ".work")
 
 
 def run_private_job(
@@ -37,7 +31,7 @@ def run_private_job(
         network = fresh_network(run.model, classes, settings.seed)
     else:
         network, _ = load_backbone(init, classes)
-    result = train_private(settings, splits, network, work_dir(out), init, progress)
+    result = train_private(settings, splits, network, private_work_dir(out), init, progress)
     identity = dataclasses.asdict(run) | {"epsilon": None if math.isinf(run.epsilon) else run.epsilon}
     result = {"run": identity, **result, "data": facts}
     write_json(result, out)

@@ -35,6 +35,7 @@ from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ema import EMA
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import example_seed
 from dpvip.privacy.step import DPStep
 from dpvip.randp.augmult import augmult_views
@@ -96,6 +97,11 @@ class PrivateTraining:
         self.phase = None  # (phase, clipper, optimizer) of the current phase
         self.dp_step: DPStep | None = None  # made with the first phase's clipper; the run's ledger and noise
         self._ledger = ledger
+        # The run's noise, batches and augmentations: its secret beside its state (or its
+        # seed), one stream per run fingerprint.
+        self.randomness = RunRandomness.for_run(settings.randomness, run_dir, settings.seed, self.fingerprint())
+        if self._ledger is not None:  # what a stored ledger is checked against on resume
+            self._ledger = self._ledger.of_run(self.randomness.mode, self.examples)
 
     @property
     def ledger(self) -> PrivacyLedger | None:
@@ -122,7 +128,14 @@ class PrivateTraining:
         self.phase = (phase, clipper, optimizer)
         if self.dp_step is None:
             self.dp_step = DPStep(
-                clipper, optimizer, self._ledger, self.examples, s.seed, sample_rate=self.sample_rate, steps=s.steps
+                clipper,
+                optimizer,
+                self._ledger,
+                self.examples,
+                self.randomness,
+                sample_rate=self.sample_rate,
+                steps=s.steps,
+                allow_large_delta=s.allow_large_delta,
             )
         self.dp_step.clipper, self.dp_step.optimizer = clipper, optimizer
 
@@ -131,7 +144,7 @@ class PrivateTraining:
         s = self.settings
         for start in range(0, len(chosen), s.micro_batch):
             indices = chosen[start : start + s.micro_batch]
-            seeds = [example_seed(s.seed, self.step, int(i)) for i in indices]
+            seeds = [example_seed(self.randomness, self.step, int(i)) for i in indices]
             views = augmult_views(self.train.images[indices].to(self.device), seeds, s.augmult, s.padding)
             labels = self.train.labels[indices].to(self.device).repeat_interleave(s.augmult)
             yield lambda: F.cross_entropy(self.network(views), labels, reduction="none")

@@ -1,4 +1,6 @@
-"""The results bundle: copies of tables and figures, provenance, and a SHA-256 manifest."""
+"""The results bundle: copies of tables and figures, provenance, the privacy statement
+(PRIVACY.md, privacy.json: what each file reveals of the private data), and a SHA-256
+manifest. Only files the statement gives a status are published."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpvip.files import sha256
+from dpvip.report.privacy_statement import STATEMENT_FILES, build_statement, stated_files, write_statement
 from dpvip.report.provenance import provenance
 
 MANIFEST = "MANIFEST.sha256"
@@ -28,20 +31,28 @@ def build_bundle(
     config: dict,
     workflow_dir: str | Path,
     benchmarks_dir: str | Path,
+    sources: dict[str, list[str | Path]] | None = None,
 ) -> Path:
     """Assemble `bundle`: each section's files copied to `bundle/<section>/`, then
-    provenance.json, then the manifest over everything. An existing bundle is replaced,
-    so the manifest never lists files of an older run."""
+    provenance.json, the privacy statement (from `sources`: {output: the result files it was
+    built from}), then the manifest over everything. An existing bundle is replaced, so the
+    manifest never lists files of an older run."""
     bundle = Path(bundle)
     if bundle.exists():
         shutil.rmtree(bundle)
-    for section, files in sections.items():
+    files = [f"{section}/{Path(path).name}" for section, paths in sections.items() for path in paths]
+    records = {
+        output: [json.loads(Path(path).read_text()) for path in paths] for output, paths in (sources or {}).items()
+    }
+    statement = build_statement([*files, "provenance.json"], records)  # refuses a file without a status first
+    for section, paths in sections.items():
         target = bundle / section
         target.mkdir(parents=True, exist_ok=True)
-        for source in files:
+        for source in paths:
             shutil.copy2(source, target / Path(source).name)
     record = provenance(config, workflow_dir, benchmarks_dir)
     (bundle / "provenance.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    write_statement(bundle, statement)
     return write_manifest(bundle)
 
 
@@ -50,10 +61,12 @@ class Verification:
     missing: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     unlisted: list[str] = field(default_factory=list)
+    unstated: list[str] = field(default_factory=list)  # published without a privacy status
+    not_private: str | None = None  # the statement's note when the runs were seeded
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.changed)
+        return not (self.missing or self.changed or self.unstated)
 
 
 def verify_bundle(bundle: str | Path) -> Verification:
@@ -78,4 +91,11 @@ def verify_bundle(bundle: str | Path) -> Verification:
             result.changed.append(name)
     present = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
     result.unlisted = sorted(present - listed - {MANIFEST})
+    statement_file = bundle / "privacy.json"
+    if not statement_file.is_file():
+        result.missing.append("privacy.json")
+        return result
+    statement = json.loads(statement_file.read_text())
+    result.unstated = sorted(present - stated_files(statement) - {MANIFEST, *STATEMENT_FILES})
+    result.not_private = statement.get("note")
     return result

@@ -23,6 +23,7 @@ from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.step import DPStep
 from dpvip.plan.dp_pretrain import DPPretrainSettings
 from dpvip.train.optim import warmup_cosine
@@ -80,11 +81,12 @@ class DPMAETraining(MAERun):
             self.optimizer,
             ledger,
             examples,
-            settings.seed,
+            self._randomness(),
             rank=self.dist.rank,
             world=self.dist.world,
             all_reduce=self.dist.sum_tensor,
             autocast=lambda: torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu),
+            allow_large_delta=settings.allow_large_delta,
         )
         self.sampler = self.dp_step.sampler  # the data loader's batches are the step's Poisson batches
         self.total_steps = settings.steps
@@ -93,6 +95,16 @@ class DPMAETraining(MAERun):
     @property
     def ledger(self) -> PrivacyLedger:
         return self.dp_step.ledger
+
+    def _randomness(self) -> RunRandomness:
+        """The run's noise and batches: its secret in work/ (made by rank 0 on the first start,
+        read by every rank), or its seed; one stream per run fingerprint, so a run restarted
+        with other settings or data never repeats the noise of the first."""
+        work, seed = self.run_dir / "work", self.settings.seed
+        if self.dist.is_main:
+            RunRandomness.for_run(self.settings.randomness, work, seed, {})
+        self.dist.barrier()
+        return RunRandomness.for_run(self.settings.randomness, work, seed, self.fingerprint())
 
     def fingerprint(self) -> dict:
         return super().fingerprint() | {"init": self.init_fingerprint}

@@ -36,10 +36,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import ACCOUNTANTS
+from dpvip.privacy import ACCOUNTANTS, check_randomness
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer, set_gradients
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches
 from dpvip.privacy.step import DPStep
 
@@ -65,9 +66,12 @@ class HeadSettings:
     warmup_epochs: float = 0.0
     momentum: float = 0.9  # SGD's
     seed: int = 0
+    randomness: str = "secret"  # privacy.randomness: secret, or seeded (reproducible, NOT private)
+    allow_large_delta: bool = False  # privacy.allow_large_delta: run with delta >= 1/n
     micro_batch: int = 65536  # rows per forward/backward: bounds memory, not the result
 
     def check(self) -> None:
+        check_randomness(self.randomness)
         if not 0 < self.batch_fraction <= 1:
             raise DpvipInputError(f"batch_fraction {self.batch_fraction} is outside (0, 1]")
         if not (self.epochs > 0 and math.isfinite(self.epochs)):
@@ -250,6 +254,7 @@ def fit_head(
     classes: int,
     settings: HeadSettings,
     device: torch.device | str | None = None,
+    randomness: RunRandomness | None = None,
 ) -> tuple[nn.Linear, dict]:
     """Train the head on `device` (default: the features') on `train` (views, n, d); returns
     it and what the run recorded (steps, sample rate, privacy ledger, realised batch sizes,
@@ -269,14 +274,23 @@ def fit_head(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_factor(step, steps, settings.warmup_steps, settings.schedule)
     )
+    if randomness is None and ledger is None:  # without privacy nothing is kept secret
+        randomness = RunRandomness.seeded(settings.seed).child(asdict(settings))
+    elif randomness is None:  # `seeded` settings; `secret` needs the job's key (refused here)
+        randomness = RunRandomness.for_run(settings.randomness, None, settings.seed, asdict(settings))
     dp_step = (
-        DPStep(ClippedGradientSum(head, settings.clip_norm), optimizer, ledger, examples, settings.seed)
+        DPStep(
+            ClippedGradientSum(head, settings.clip_norm),
+            optimizer,
+            ledger,
+            examples,
+            randomness,
+            allow_large_delta=settings.allow_large_delta,
+        )
         if ledger
         else None
     )
-    sampler = (
-        PoissonBatches(examples, q, steps, settings.seed) if q < 1 and not ledger else None
-    )  # without privacy, the same batches
+    sampler = PoissonBatches(examples, q, steps, randomness) if q < 1 and not ledger else None
     sizes = []
     try:
         for step in range(steps):
@@ -310,14 +324,16 @@ def train_head(
     classes: int,
     settings: HeadSettings,
     device: torch.device | str | None = None,
+    randomness: RunRandomness | None = None,
 ) -> dict:
     """Train a head on `train` (views, n, d) and score it on `test` (n_test, d): top-1
-    accuracy in percent, the run's record and its settings (JSON-able)."""
+    accuracy in percent, the run's record and its settings (JSON-able). `randomness`: the
+    run's (a secret run needs it; a seeded one derives it from its settings)."""
     started = time.perf_counter()
     settings.check()
     if train.ndim == 2:
         train = train[None]
     check_features(train, train_labels, test, test_labels, classes)
-    head, record = fit_head(train, train_labels, classes, settings, device)
+    head, record = fit_head(train, train_labels, classes, settings, device, randomness)
     accuracy, _ = evaluate(head, test, test_labels, sigmoid_loss, settings.micro_batch)
     return {"accuracy": accuracy, **record, "settings": asdict(settings), "seconds": time.perf_counter() - started}

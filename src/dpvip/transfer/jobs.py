@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from dpvip.files import sha256, write_json
+from dpvip.files import private_work_dir, sha256, write_json
 from dpvip.plan.transfer import FeatureSet, Run
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,15 @@ def build_feature_cache(
     return meta | {"data": data}
 
 
-def _train(run: Run, cached) -> dict:
+def _randomness(run: Run, work_dir: Path):
+    """The run's own stream from the study's key (or, seeded, from the run's seed)."""
+    from dpvip.privacy.randomness import RunRandomness
+
+    settings = run.settings
+    return RunRandomness.for_run(settings.get("randomness", "secret"), work_dir, settings["seed"], run.record())
+
+
+def _train(run: Run, cached, randomness) -> dict:
     if run.kind == "head":
         from dpvip.transfer.head import HeadSettings, train_head
 
@@ -82,6 +90,7 @@ def _train(run: Run, cached) -> dict:
             cached.classes,
             HeadSettings(**run.settings),
             _device(),
+            randomness,
         )
     from dpvip.transfer.private_probe import ProbeSettings, train_probe
 
@@ -93,6 +102,7 @@ def _train(run: Run, cached) -> dict:
         cached.test_labels,
         cached.classes,
         ProbeSettings(**run.settings),
+        randomness,
     )
 
 
@@ -134,7 +144,8 @@ def run_study(
             if run.key not in done:
                 if run.features.path not in loaded:
                     loaded[run.features.path] = load_cache(caches[run.features.path])
-                done[run.key] = run.record() | {"result": _train(run, loaded[run.features.path])}
+                randomness = _randomness(run, private_work_dir(out))
+                done[run.key] = run.record() | {"result": _train(run, loaded[run.features.path], randomness)}
                 sink.write(json.dumps(done[run.key]) + "\n")
                 sink.flush()
             records.append(done[run.key])

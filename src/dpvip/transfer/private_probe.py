@@ -29,19 +29,18 @@ import torch
 from torch import nn
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import gaussian
+from dpvip.privacy import check_randomness, gaussian
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import privatize
+from dpvip.privacy.noise import gaussian_noise, noise_generator
 from dpvip.privacy.optimizers import make_optimizer
 from dpvip.privacy.step import DPStep
-from dpvip.privacy.sampling import NOISE
-from dpvip.seeds import derive
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.transfer.head import check_features, evaluate, mean_gradient_step, private_step, softmax_loss
 
 ACCOUNTANT = "gdp (exact, full batch)"
-CENTRE = 1  # the private mean's noise stream: (seed, NOISE, CENTRE), never a step's
-NORM_SLACK = 1e-4  # relative rounding allowed on a normalised row's norm
+CENTRE = "centre"  # the private mean's noise stream, never a step's
+CLIP_MARGIN = 1 - 1e-12  # the private mean clips rows to this share of C_f (float64 rounding)
 
 
 @dataclass(frozen=True)
@@ -56,6 +55,8 @@ class ProbeSettings:
     sigma_ratio: float | None = None  # sigma_1 / sigma_2: centre on a private mean; None: no centring
     noise_multiplier: float | None = None  # sigma_2 given (the paper's tables); None: calibrated to epsilon
     seed: int = 0
+    randomness: str = "secret"  # privacy.randomness: secret, or seeded (reproducible, NOT private)
+    allow_large_delta: bool = False  # privacy.allow_large_delta: run with delta >= 1/n
     micro_batch: int = 65536  # rows per forward/backward: bounds memory, not the result
 
     @property
@@ -63,6 +64,7 @@ class ProbeSettings:
         return self.epsilon is not None or self.noise_multiplier is not None
 
     def check(self) -> None:
+        check_randomness(self.randomness)
         if self.epsilon is not None and self.noise_multiplier is not None:
             raise DpvipInputError(
                 f"give epsilon ({self.epsilon}) or noise_multiplier ({self.noise_multiplier}), not both: "
@@ -103,16 +105,21 @@ def normalise(features: torch.Tensor, feature_norm: float) -> torch.Tensor:
     return features * (feature_norm / torch.linalg.vector_norm(features, dim=1, keepdim=True).clamp(min=1e-12))
 
 
-def private_mean(features: torch.Tensor, feature_norm: float, sigma: float, generator: torch.Generator) -> torch.Tensor:
+def private_mean(
+    features: torch.Tensor, feature_norm: float, sigma: float, generator: torch.Generator | None
+) -> torch.Tensor:
     """The rows' mean + N(0, (sigma * feature_norm / n)^2) per coordinate: the Gaussian
-    mechanism on the sum of rows of norm at most `feature_norm`, divided by the public n."""
-    largest = float(torch.linalg.vector_norm(features.float(), dim=1).max())
-    if largest > feature_norm * (1 + NORM_SLACK):
-        raise DpvipInputError(
-            f"a feature vector has norm {largest:.6g} > feature_norm {feature_norm}: "
-            "the mean's sensitivity would not hold"
-        )
-    return privatize([features.float().sum(0)], sigma, feature_norm, features.shape[0], generator)[0]
+    mechanism on the sum of the rows, each first clipped to L2 norm `feature_norm`, divided
+    by the public n. Clipped in float64 to a hair under `feature_norm` (rows the caller
+    normalised to it lose nothing measurable), so no row's norm exceeds it after rounding and
+    the sum's sensitivity is `feature_norm`, not a rounding above it."""
+    rows = features.double()
+    norms = torch.linalg.vector_norm(rows, dim=1, keepdim=True)
+    rows = rows * (feature_norm * CLIP_MARGIN / norms.clamp(min=1e-300)).clamp(max=1.0)
+    total = rows.sum(0)
+    if sigma > 0:
+        total = total + gaussian_noise(total.shape, sigma * feature_norm, generator).double()
+    return (total / features.shape[0]).float()
 
 
 def composed_mu(sigma_mean: float | None, sigma_sgd: float, steps: int) -> float:
@@ -163,10 +170,16 @@ def sgd_ledger(settings: ProbeSettings, privacy: dict) -> PrivacyLedger:
 
 
 def fit_probe(
-    train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, classes: int, settings: ProbeSettings
+    train: torch.Tensor,
+    train_labels: torch.Tensor,
+    test: torch.Tensor,
+    classes: int,
+    settings: ProbeSettings,
+    randomness: RunRandomness | None = None,
 ) -> tuple[nn.Linear, torch.Tensor, dict | None]:
     """Train the probe on `train` (n, d); returns it, `test` prepared as `train` was
-    (normalised, centred on the same private mean) and the privacy record (None without)."""
+    (normalised, centred on the same private mean) and the privacy record (None without).
+    `randomness`: the run's (a secret run needs it; a seeded one derives it from its settings)."""
     settings.check()
     examples, width = train.shape
     device = train.device
@@ -182,9 +195,13 @@ def fit_probe(
     train, test = train.float(), test.to(device).float()
     if settings.feature_norm is not None:
         train, test = normalise(train, settings.feature_norm), normalise(test, settings.feature_norm)
+    if privacy and randomness is None:  # `seeded` settings; `secret` needs the job's key (refused here)
+        randomness = RunRandomness.for_run(settings.randomness, None, settings.seed, asdict(settings))
+    if privacy:
+        privacy |= randomness.record()
     if settings.sigma_ratio is not None:
         sigma = privacy["sigma_mean"] if privacy else 0.0
-        centre_noise = torch.Generator(device=device).manual_seed(derive(settings.seed, NOISE, CENTRE))
+        centre_noise = noise_generator(randomness, 0, device, CENTRE) if privacy else None
         mean = private_mean(train, settings.feature_norm, sigma, centre_noise)
         train, test = train - mean, test - mean
     probe = nn.Linear(width, classes, bias=False, device=device)
@@ -197,7 +214,8 @@ def fit_probe(
             optimizer,
             sgd_ledger(settings, privacy),
             examples,
-            settings.seed,
+            randomness,
+            allow_large_delta=settings.allow_large_delta,
         )
         if privacy
         else None
@@ -222,6 +240,7 @@ def train_probe(
     test_labels: torch.Tensor,
     classes: int,
     settings: ProbeSettings,
+    randomness: RunRandomness | None = None,
 ) -> dict:
     """Private linear probing on `train` (n, d), scored on `test` (n_test, d): top-1 accuracy
     in percent, the privacy record, the settings (JSON-able)."""
@@ -230,7 +249,7 @@ def train_probe(
     if train.ndim != 2:
         raise DpvipInputError(f"probe train features must be (n, d), not {tuple(train.shape)}")
     check_features(train, train_labels, test, test_labels, classes)
-    probe, test, privacy = fit_probe(train, train_labels, test, classes, settings)
+    probe, test, privacy = fit_probe(train, train_labels, test, classes, settings, randomness)
     accuracy, _ = evaluate(probe, test, test_labels.to(test.device), softmax_loss, settings.micro_batch)
     return {
         "accuracy": accuracy,

@@ -36,6 +36,7 @@ from dpvip.models import MAESettings, mae_variant
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum, clip_factors
 from dpvip.privacy.noise import noise_generator, privatize
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.optimizers import set_gradients
 
 METHODS = ("nonprivate", "ours", "vmap", "opacus_hooks", "opacus_ghost")
@@ -124,7 +125,8 @@ class Method:
         self._noisy_step(sums, len(images))
 
     def _noisy_step(self, sums: list[torch.Tensor], batch: int) -> None:
-        generator = noise_generator(self.setup.seed, self.steps, torch.device(self.setup.device))
+        # a benchmark releases nothing: its noise may come from a published seed
+        generator = noise_generator(RunRandomness.seeded(self.setup.seed), self.steps, torch.device(self.setup.device))
         set_gradients(self.params, privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, generator))
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)

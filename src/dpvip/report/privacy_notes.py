@@ -1,0 +1,34 @@
+"""What a table says of the privacy of the runs behind it: a run whose randomness was seeded
+is not private (its noise is reproducible from the published seed), and every table built
+from one says so, found in the runs' own ledgers rather than assumed from the config."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from dpvip.privacy.randomness import NOT_PRIVATE
+
+
+def ledgers(value) -> Iterator[dict]:
+    """Every mapping inside `value` (nested results) that records a run's randomness."""
+    if isinstance(value, dict):
+        if "randomness" in value and "private" in value:
+            yield value
+        for item in value.values():
+            yield from ledgers(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from ledgers(item)
+
+
+def seeded_runs(results: Iterable) -> int:
+    """How many ledgers in `results` record seeded (not private) randomness."""
+    return sum(1 for ledger in ledgers(list(results)) if ledger["randomness"] == "seeded")
+
+
+def randomness_notes(results: Iterable) -> list[str]:
+    """The note a table carries when any run behind it was seeded (none otherwise)."""
+    count = seeded_runs(results)
+    if not count:
+        return []
+    return [f"{NOT_PRIVATE} ({count} DP run(s) behind this table): a test or reproduction, not a release"]

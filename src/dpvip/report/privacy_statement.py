@@ -1,0 +1,245 @@
+"""The bundle's privacy statement (PRIVACY.md and privacy.json): for every published file,
+whether it is derived from private data and, if so, whether the runs' (epsilon, delta)
+guarantee covers it, why, and the mechanisms behind it (accountant, q, sigma, T, C, delta,
+epsilon, delta * n, where the randomness came from).
+
+What is inside the guarantee: released weights, and anything computed from them and public
+data only (post-processing). What is not: losses on private batches (computed without
+noise), statistics of held-out private examples, non-private runs on private data, and a
+cell picked as the best of several private runs on test accuracy (covered only by the
+composition of those runs). The papers publish these, so the bundle does too, and says so.
+
+Every file of the bundle must have a status here: an output without one stops the bundle
+(a new table cannot be published before someone decides what it reveals).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from dpvip.errors import DpvipInputError
+from dpvip.privacy.randomness import NOT_PRIVATE
+from dpvip.report.privacy_notes import ledgers
+
+STATEMENT_FILES = ("PRIVACY.md", "privacy.json")
+
+
+@dataclass(frozen=True)
+class Status:
+    private_data: bool  # derived from private data at all
+    inside: str  # "yes", "partly", "no" (private_data only)
+    why: str
+
+
+PUBLIC = Status(False, "", "")
+# Published outputs (a file's stem; `report` and `provenance` for the bundle's own files), in
+# order: the first pattern that matches gives the status.
+STATUSES: list[tuple[str, Status]] = [
+    (r"privacy_audit", Status(False, "", "the papers' printed settings under public accountants")),
+    (r"synthetic_datasets|synthetic_samples", Status(False, "", "generated images only")),
+    (r"syn_vip_loss|syn_vip_reconstructions", Status(False, "", "(Syn)-ViP: pre-training on generated images")),
+    (r"vip_table3", Status(False, "", "model sizes")),
+    (r"vip_figure6", Status(False, "", "accounting at the paper's q and sigma")),
+    (r"provenance", Status(False, "", "config, code version, packages, hardware, job times")),
+    (
+        r"vip_dp_runs",
+        Status(
+            True,
+            "no",
+            "its final training loss is computed on private batches without noise; the mechanism "
+            "columns are settings (published because ViP Table 10 prints the loss)",
+        ),
+    ),
+    (
+        r"vip_figure(3a|3b|4a|4b|7)",
+        Status(
+            True,
+            "no",
+            "DP training-loss curves: losses on private batches without noise (published because "
+            "ViP Figures 3, 4 and 7 show them)",
+        ),
+    ),
+    (
+        r"vip_table5",
+        Status(
+            True,
+            "yes",
+            "accuracy on the test split of the DP fine-tuned classifier (inside the fine-tuning's "
+            "guarantee, from DP-MAE weights inside theirs): post-processing",
+        ),
+    ),
+    (
+        r"vip_(table\d+|figure1|figure5)",
+        Status(
+            True,
+            "yes",
+            "evaluations of the DP-MAE weights (inside the guarantee) on downstream data: post-processing",
+        ),
+    ),
+    (
+        r"dprandp_table3",
+        Status(
+            True,
+            "partly",
+            "the validation accuracy is a statistic of held-out examples of the private set, computed "
+            "without noise (DP-RandP Table 3 reports it); the models themselves are inside",
+        ),
+    ),
+    (
+        r"dprandp_table(4|5|22|23)",
+        Status(
+            True,
+            "partly",
+            "private linear probes (private mean and full-batch steps, composed exactly): their test "
+            "accuracy is inside; 'Non-private' columns train on private features without noise",
+        ),
+    ),
+    (
+        r"dprandp_(table\d+|figure\d+|claims)",
+        Status(
+            True,
+            "partly",
+            "test accuracy of the EMA of the DP iterates (post-processing: inside); columns at "
+            "epsilon = inf clip without noise and are outside",
+        ),
+    ),
+    (
+        r"mehta_(table\d+|figure\w+)",
+        Status(
+            True,
+            "partly",
+            "each run is (epsilon, delta)-DP, but each published cell is the best learning rate of a "
+            "grid on test accuracy: it is covered by the composition of the grid's runs, not by one "
+            "run's (epsilon, delta); 'Without privacy' columns train on private features without noise",
+        ),
+    ),
+    (
+        r"report",
+        Status(True, "partly", "the Snakemake report holds every table and figure here: each keeps its status"),
+    ),
+]
+MEHTA_SELECTION = "learning rate picked on test accuracy (as Mehta et al. tune it)"
+PROBE_SELECTION = "linear-probe learning rate picked on the test split (ViP's probe grid)"
+
+
+def status(output: str) -> Status:
+    for pattern, found in STATUSES:
+        if re.fullmatch(pattern, output):
+            return found
+    raise DpvipInputError(
+        f"no privacy status for published output '{output}': say in dpvip/report/privacy_statement.py "
+        "whether it is derived from private data and what covers it"
+    )
+
+
+def output_of(bundle_file: str) -> str:
+    """`tables/vip_table1.csv` -> `vip_table1`; `report/report.html` -> `report`."""
+    return Path(bundle_file).stem
+
+
+def _mechanism(ledger: dict) -> dict:
+    """One run's mechanism, under common names (DP-SGD ledgers and the probe's GDP record)."""
+    examples = ledger.get("examples")
+    delta = ledger.get("delta")
+    return {
+        "accountant": ledger.get("accountant"),
+        "q": ledger.get("sample_rate", 1.0),
+        "sigma": ledger.get("noise_multiplier", ledger.get("sigma_sgd")),
+        "sigma_mean": ledger.get("sigma_mean"),
+        "steps": ledger.get("steps_done", ledger.get("steps")),
+        "clip_norm": ledger.get("clip_norm"),
+        "delta": delta,
+        "epsilon": ledger.get("epsilon_spent", ledger.get("epsilon")),
+        "examples": examples,
+        "delta_n": delta * examples if delta and examples else None,
+        "randomness": ledger["randomness"],
+    }
+
+
+def mechanisms(records: list) -> list[dict]:
+    """The distinct mechanisms of the runs in `records`, each with how many runs had it."""
+    counted: dict[str, dict] = {}
+    for ledger in ledgers(records):
+        mechanism = _mechanism(ledger)
+        key = json.dumps(mechanism, sort_keys=True)
+        counted.setdefault(key, mechanism | {"runs": 0})["runs"] += 1
+    return list(counted.values())
+
+
+def _selection(output: str, records: list) -> str | None:
+    if output.startswith("mehta_"):
+        return MEHTA_SELECTION
+    tasks = {r.get("evaluation", {}).get("task") for r in records if isinstance(r, dict)}
+    return PROBE_SELECTION if "linear_probe" in tasks else None
+
+
+def build_statement(files: list[str], sources: dict[str, list[dict]]) -> dict:
+    """The statement of a bundle holding `files` (bundle-relative), `sources` giving the result
+    records each private-derived output was built from ({output: [record]})."""
+    entries: dict[str, dict] = {}
+    for name in sorted(files):
+        output = output_of(name)
+        if output in entries:
+            entries[output]["files"].append(name)
+            continue
+        found = status(output)
+        entry = {"output": output, "files": [name], "private_data": found.private_data, "why": found.why}
+        if found.private_data:
+            records = sources.get(output, [])
+            runs = mechanisms(records)
+            entry |= {
+                "inside_guarantee": found.inside,
+                "hyperparameters_on_test_data": _selection(output, records),
+                "mechanisms": runs,
+                "delta_at_least_1_over_n": any((m["delta_n"] or 0) >= 1 for m in runs),
+            }
+        entries[output] = entry
+    modes = {m["randomness"] for entry in entries.values() for m in entry.get("mechanisms", [])}
+    statement = {
+        "randomness": "seeded" if "seeded" in modes else "secret",
+        "private": "seeded" not in modes,
+        "outputs": list(entries.values()),
+    }
+    return statement | ({"note": NOT_PRIVATE} if "seeded" in modes else {})
+
+
+def stated_files(statement: dict) -> set[str]:
+    return {name for entry in statement["outputs"] for name in entry["files"]}
+
+
+def render(statement: dict) -> str:
+    """PRIVACY.md: what is inside the guarantee, what is not and why, the mechanisms."""
+    lines = ["# Privacy statement", ""]
+    if not statement["private"]:
+        lines += [f"**{statement['note']}.** Nothing in this bundle is covered by a DP guarantee.", ""]
+    else:
+        lines += ["Every DP run drew its noise and batches from a per-run secret that nothing here contains.", ""]
+    private = [e for e in statement["outputs"] if e["private_data"]]
+    lines += ["| output | inside the (epsilon, delta) guarantee | why | hyper-parameters on test data |"]
+    lines += ["| --- | --- | --- | --- |"]
+    for entry in private:
+        selection = entry["hyperparameters_on_test_data"] or ""
+        flag = " (delta >= 1/n)" if entry["delta_at_least_1_over_n"] else ""
+        lines.append(f"| {entry['output']}{flag} | {entry['inside_guarantee']} | {entry['why']} | {selection} |")
+    lines += ["", "## Mechanisms behind each output", ""]
+    for entry in private:
+        lines.append(f"### {entry['output']}")
+        for m in entry["mechanisms"]:
+            delta_n = "" if m["delta_n"] is None else f", delta n = {m['delta_n']:.3g}"
+            lines.append(
+                f"- {m['runs']} run(s): {m['accountant']}, q = {m['q']:.4g}, sigma = {m['sigma']}, "
+                f"T = {m['steps']}, C = {m['clip_norm']}, delta = {m['delta']}, epsilon = {m['epsilon']}"
+                f"{delta_n}, randomness {m['randomness']}"
+            )
+        lines.append("")
+    lines += ["## Not derived from private data", ""]
+    lines += [f"- {e['output']}: {e['why']}" for e in statement["outputs"] if not e["private_data"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_statement(bundle: Path, statement: dict) -> None:
+    (bundle / "privacy.json").write_text(json.dumps(statement, indent=2, sort_keys=True) + "\n")
+    (bundle / "PRIVACY.md").write_text(render(statement))
