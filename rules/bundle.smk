@@ -3,6 +3,7 @@
 
 BUNDLE_TABLES = [
     *table_files("privacy_audit"),
+    *(table_files("privacy_empirical") if AUDIT_SOURCES else []),
     *table_files("synthetic_datasets"),
     *table_files("vip_table3"),
     *table_files("vip_dp_runs"),
@@ -19,6 +20,7 @@ BUNDLE_TABLES = [
 ]
 BUNDLE_FIGURES = [
     *figure_files("vip_figure6"),
+    *figure_files("privacy_empirical"),
     *figure_files("synthetic_samples"),
     *figure_files("syn_vip_loss"),
     *figure_files("syn_vip_reconstructions"),

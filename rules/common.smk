@@ -367,3 +367,32 @@ def privacy_sources():
 
 
 PRIVACY_SOURCES = privacy_sources()
+
+
+# The empirical privacy audit: each audited mechanism is read from one of its runs' ledgers.
+from dpvip.plan.dprandp_runs import MAIN_TASK
+
+EMPIRICAL = config["privacy"]["empirical"]
+
+
+def audit_sources():
+    """{mechanism: the result file of the run whose mechanism its audit runs}."""
+    sources = {"dp_mae": f"{dp_run(VIP_BACKBONES.main_vip)}/privacy.json"}
+    if EVAL_PLAN.dp_dataset:
+        sources["dp_finetune"] = (
+            f"{EVALUATE}/dp_finetune/{VIP_BACKBONES.main_vip}/{EVAL_PLAN.dp_dataset}.json"
+        )
+    if (
+        MAIN_TASK in RANDP_PLAN.tasks
+    ):  # Phase III only: the cold start at the largest epsilon
+        finite = [e for e in RANDP_PLAN.epsilons(MAIN_TASK) if e != float("inf")]
+        run = RANDP_PLAN.run(MAIN_TASK, None, max(finite), RANDP_PLAN.seeds[0], "none")
+        sources["dprandp_phase3"] = f"{DPRANDP}/{run.path}.json"
+    studies = {"mehta_head": "mehta_table5", "dprandp_probe": "dprandp_probe_cifar"}
+    for mechanism, study in studies.items():
+        if study in TRANSFER_STUDIES:
+            sources[mechanism] = f"{TRANSFER}/{study}.json"
+    return {m: path for m, path in sources.items() if m in EMPIRICAL["mechanisms"]}
+
+
+AUDIT_SOURCES = audit_sources()

@@ -22,6 +22,27 @@ rule figure_vip_figure6:
         "../workflow_scripts/figure_vip_figure6.py"
 
 
+rule figure_privacy_empirical:
+    input:
+        f"{RESULTS}/privacy/empirical/grid.json",
+    output:
+        report(
+            figure_files("privacy_empirical"),
+            caption="../report/privacy_empirical.rst",
+            category="Figures",
+            subcategory="Privacy",
+        ),
+    log:
+        f"{LOGS}/figures/privacy_empirical.log",
+    benchmark:
+        f"{BENCHMARKS}/figures/privacy_empirical.tsv"
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../workflow_scripts/figure_privacy_empirical.py"
+
+
 rule figure_synthetic_samples:
     input:
         [ancient(shards[0]) for shards in SYNTHETIC_SHARDS.values()],

@@ -25,6 +25,27 @@ rule table_privacy_audit:
         "../workflow_scripts/table_privacy_audit.py"
 
 
+rule table_privacy_empirical:
+    input:
+        [f"{RESULTS}/privacy/empirical/{m}.json" for m in AUDIT_SOURCES],
+    output:
+        report(
+            table_files("privacy_empirical"),
+            caption="../report/privacy_empirical.rst",
+            category="Tables",
+            subcategory="Privacy",
+        ),
+    log:
+        f"{LOGS}/tables/privacy_empirical.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/privacy_empirical.tsv"
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../workflow_scripts/table_privacy_empirical.py"
+
+
 rule table_synthetic_datasets:
     input:
         indexes=SYNTHETIC_INDEXES,

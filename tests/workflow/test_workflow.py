@@ -53,6 +53,11 @@ COMMON_JOBS = {
     "table_mehta": 5,
     "figure_mehta": 2,
     "table_dprandp_probe": 4,  # DP-RandP Tables 4, 5, 22, 23
+    # the empirical audit: DP-MAE, DP fine-tuning, DP-RandP Phase III, Mehta head, the probe
+    "privacy_empirical_audit": 5,
+    "privacy_empirical_grid": 1,
+    "table_privacy_empirical": 1,
+    "figure_privacy_empirical": 1,
     "bundle_report": 1,
     "bundle": 1,
     "all": 1,
@@ -304,6 +309,10 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         "figures/mehta_figure1b.png",
         "figures/mehta_figure2.pdf",
         *(f"tables/dprandp_table{n}.md" for n in (4, 5, 22, 23)),
+        "tables/privacy_empirical.csv",
+        "figures/privacy_empirical.png",
+        "PRIVACY.md",
+        "privacy.json",
     ):
         assert (bundle / name).is_file(), name
     # Seeded here (tests/workflow/seeded.yaml): every table built on DP runs, and every run's

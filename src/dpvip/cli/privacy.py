@@ -1,4 +1,5 @@
-"""`dpvip privacy epsilon|sigma`: the accountants on the command line."""
+"""`dpvip privacy epsilon|sigma`: the accountants on the command line; `dpvip privacy
+audit-empirical`: canaries through the DP step, and the epsilon they show."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import asdict
 
 from dpvip.cli._common import OneLineParser, command_group, print_record
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import ACCOUNTANTS
+from dpvip.privacy import ACCOUNTANTS, AUDITED_MECHANISMS
 
 # Accounting loads opacus and dp-accounting only where a number is computed.
 
@@ -54,6 +55,44 @@ def cmd_sigma(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit_empirical(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from dpvip.privacy.canaries import AuditMechanism, AuditSettings, audit_mechanism, mechanism_from_ledger
+
+    settings = AuditSettings(args.canaries, args.width, args.guesses, args.runs, args.confidence)
+    settings.check()  # before any accounting or training
+    if args.ledger:
+        path = Path(args.ledger)
+        if not path.is_file():
+            raise DpvipInputError(f"--ledger {path} does not exist")
+        mechanism = mechanism_from_ledger(args.mechanism, json.loads(path.read_text()))
+    else:
+        missing = [
+            f"--{k.replace('_', '-')}" for k in ("epsilon", "delta", "sample_rate", "steps") if getattr(args, k) is None
+        ]
+        if missing:
+            raise DpvipInputError(f"give --ledger FILE, or {', '.join(missing)}")
+        mechanism = AuditMechanism(
+            args.mechanism, args.accountant, args.sample_rate, args.steps, args.epsilon, args.delta, args.clip_norm
+        )
+    mechanism.check()
+    record = audit_mechanism(mechanism, settings)
+    if args.out:
+        from dpvip.files import write_json
+
+        write_json(record, args.out)
+    print_record(
+        record,
+        args.json,
+        f"{mechanism.name}: claimed epsilon {record['claimed_epsilon']:.4g} at delta {mechanism.delta:g}; "
+        f"audit lower bounds at {settings.confidence:.0%}: one-run white-box {record['one_run_white_box']:.3g}, "
+        f"tight white-box {record['tight_white_box']:.3g}",
+    )
+    return 0
+
+
 def add_commands(commands) -> None:
     privacy_commands = command_group(commands, "privacy", "privacy accounting")
     common = OneLineParser(add_help=False)
@@ -78,3 +117,27 @@ def add_commands(commands) -> None:
     sigma.add_argument("--steps", type=int, required=True)
     sigma.add_argument("--epsilon", type=float, required=True)
     sigma.set_defaults(handler=cmd_sigma)
+
+    audit = privacy_commands.add_parser(
+        "audit-empirical",
+        help="lower-bound a DP mechanism's epsilon with white-box gradient canaries",
+        description="Runs the mechanism (from a run's ledger, or given) through the DP step with "
+        "canaries, each in the training set with probability 1/2, and prints the one-run "
+        "(Steinke et al.) and tight (Nasr et al.) lower bounds beside the claimed epsilon.",
+    )
+    audit.add_argument("--mechanism", choices=AUDITED_MECHANISMS, required=True)
+    audit.add_argument("--ledger", help="a run's privacy.json or result file: audit its mechanism")
+    audit.add_argument("--epsilon", type=float)
+    audit.add_argument("--delta", type=float)
+    audit.add_argument("--sample-rate", type=float)
+    audit.add_argument("--steps", type=int)
+    audit.add_argument("--accountant", choices=ACCOUNTANTS, default="prv")
+    audit.add_argument("--clip-norm", type=float, default=1.0)
+    audit.add_argument("--canaries", type=int, default=20_000)
+    audit.add_argument("--width", type=int, default=110)
+    audit.add_argument("--guesses", type=int, default=100, help="the k highest and k lowest scores guessed")
+    audit.add_argument("--runs", type=int, default=4, help="runs pooled by the tight audit")
+    audit.add_argument("--confidence", type=float, default=0.95)
+    audit.add_argument("--out", help="also write the record to this JSON file")
+    audit.add_argument("--json", action="store_true", help="print one JSON object")
+    audit.set_defaults(handler=cmd_audit_empirical)

@@ -10,6 +10,8 @@ and `audit` (the papers' settings), `curves`.
 # Names offered by the command line and checked in configs without importing torch.
 ACCOUNTANTS = ("rdp", "prv", "pld")
 OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
+# The DP mechanisms the empirical audit runs (`canaries`), as the config and command line name them.
+AUDITED_MECHANISMS = ("dp_mae", "dp_finetune", "dprandp_phase3", "mehta_head", "dprandp_probe")
 # Where a DP run's noise and batches come from (`randomness`): "seeded" is not private.
 RANDOMNESS = ("secret", "seeded")
 ROUNDING_SLACK = 0.005  # a claim printed as 8.0 still "holds" at 8.04 (relative)

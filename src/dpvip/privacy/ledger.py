@@ -14,6 +14,7 @@ flags delta >= 1/n (a delta that large lets a mechanism publish one example outr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 
 from dpvip.errors import DpvipInputError
@@ -129,3 +130,16 @@ def _epsilon(accountant: str, sample_rate: float, sigma: float, steps: int, delt
     # Logs, checkpoints and the final record ask for the same steps: accounting keeps its answers (dpvip.memo).
     mechanism = accounting.Mechanism(sample_rate, sigma, steps)
     return accounting.epsilon([mechanism], delta, accountant).epsilon
+
+
+def ledgers(value) -> Iterator[dict]:
+    """Every run's ledger record inside `value` (a result file's JSON, nested): the mappings
+    that say where the run's randomness came from."""
+    if isinstance(value, dict):
+        if "randomness" in value and "private" in value:
+            yield value
+        for item in value.values():
+            yield from ledgers(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from ledgers(item)

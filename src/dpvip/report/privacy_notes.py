@@ -4,21 +4,10 @@ from one says so, found in the runs' own ledgers rather than assumed from the co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
+from dpvip.privacy.ledger import ledgers
 from dpvip.privacy.randomness import NOT_PRIVATE
-
-
-def ledgers(value) -> Iterator[dict]:
-    """Every mapping inside `value` (nested results) that records a run's randomness."""
-    if isinstance(value, dict):
-        if "randomness" in value and "private" in value:
-            yield value
-        for item in value.values():
-            yield from ledgers(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from ledgers(item)
 
 
 def seeded_runs(results: Iterable) -> int:

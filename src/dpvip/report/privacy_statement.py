@@ -22,7 +22,7 @@ from pathlib import Path
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy.randomness import NOT_PRIVATE
-from dpvip.report.privacy_notes import ledgers
+from dpvip.privacy.ledger import ledgers
 
 STATEMENT_FILES = ("PRIVACY.md", "privacy.json")
 
@@ -39,6 +39,10 @@ PUBLIC = Status(False, "", "")
 # order: the first pattern that matches gives the status.
 STATUSES: list[tuple[str, Status]] = [
     (r"privacy_audit", Status(False, "", "the papers' printed settings under public accountants")),
+    (
+        r"privacy_empirical",
+        Status(False, "", "canaries only, run with the mechanisms' settings (q, sigma, T, C, delta): no private data"),
+    ),
     (r"synthetic_datasets|synthetic_samples", Status(False, "", "generated images only")),
     (r"syn_vip_loss|syn_vip_reconstructions", Status(False, "", "(Syn)-ViP: pre-training on generated images")),
     (r"vip_table3", Status(False, "", "model sizes")),

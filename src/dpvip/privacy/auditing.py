@@ -1,0 +1,127 @@
+"""Empirical lower bounds on epsilon from canary scores: what a run's outputs reveal, as
+opposed to what the accountant says the code spends if it is right.
+
+- `one_run_epsilon`: Steinke, Nasr and Jagielski, "Privacy Auditing with One (1) Training
+  Run" (NeurIPS 2023), Theorem 3.1 with Appendix D's p-value. m canaries, each included
+  independently with probability 1/2; the auditor guesses "in" for the k+ highest scores and
+  "out" for the k- lowest and abstains on the rest; of its r guesses, v are right. An
+  (epsilon, delta)-DP run makes v >= observed with probability at most
+  P[Binomial(r, e^eps / (1 + e^eps)) >= v] + 2 m delta max_i P[v > Binomial >= v - i] / i;
+  the bound is the largest epsilon for which that is below 1 - confidence. k+ and k- must be
+  fixed before the scores are seen.
+- `tight_epsilon`: many trials with and without one canary (Nasr et al., "Tight Auditing of
+  Differentially Private Machine Learning", USENIX Security 2023): at a threshold on the
+  score, the false positive and false negative rates' Clopper-Pearson upper bounds (FPR_u,
+  FNR_u) give epsilon >= log((1 - delta - FNR_u) / FPR_u) (and the same with the rates
+  swapped), which every (epsilon, delta)-DP mechanism satisfies. The threshold is chosen on
+  half of the trials and the bound computed on the other half, so choosing it costs no
+  confidence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpvip.errors import DpvipInputError
+
+MAX_EPSILON = 50.0  # the search's ceiling: more than any score set here can show
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise DpvipInputError(f"confidence {confidence} must be in (0, 1)")
+
+
+def one_run_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
+    """P[at least v of r guesses right] for an (epsilon, delta)-DP run with m canaries."""
+    from scipy import stats
+
+    if not 0 <= v <= r <= m:
+        raise DpvipInputError(f"need 0 <= correct ({v}) <= guesses ({r}) <= canaries ({m})")
+    p = 1 / (1 + math.exp(-epsilon))  # randomized response's accuracy at epsilon
+    tail = stats.binom.sf(v - 1, r, p)
+    if delta == 0 or v == 0:
+        return float(min(tail, 1.0))
+    below = np.cumsum(stats.binom.pmf(v - np.arange(1, v + 1), r, p))  # P[v > B >= v - i], i = 1..v
+    return float(min(tail + 2 * m * delta * np.max(below / np.arange(1, v + 1)), 1.0))
+
+
+def one_run_epsilon(m: int, r: int, v: int, delta: float, confidence: float = 0.95) -> float:
+    """The largest epsilon that v right guesses of r (m canaries) refute at `confidence`."""
+    _check_confidence(confidence)
+    level = 1 - confidence
+    if one_run_p_value(m, r, v, 0.0, delta) >= level:
+        return 0.0
+    low, high = 0.0, MAX_EPSILON
+    for _ in range(60):  # bisection: the p-value grows with epsilon; keep p(low) < level
+        middle = (low + high) / 2
+        if one_run_p_value(m, r, v, middle, delta) < level:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+@dataclass(frozen=True)
+class Guesses:
+    canaries: int
+    guesses: int
+    correct: int
+
+
+def one_run_guesses(scores: np.ndarray, included: np.ndarray, k_in: int, k_out: int) -> Guesses:
+    """Guess "in" for the k_in highest scores and "out" for the k_out lowest."""
+    scores, included = np.asarray(scores, dtype=float), np.asarray(included, dtype=bool)
+    if k_in < 0 or k_out < 0 or k_in + k_out > len(scores):
+        raise DpvipInputError(f"k_in {k_in} and k_out {k_out} must be >= 0 and sum to at most {len(scores)}")
+    order = np.argsort(scores, kind="stable")
+    right = int(included[order[len(order) - k_in :]].sum()) if k_in else 0
+    right += int((~included[order[:k_out]]).sum())
+    return Guesses(len(scores), k_in + k_out, right)
+
+
+def clopper_pearson_upper(failures: int, trials: int, level: float) -> float:
+    """One-sided upper confidence bound at 1 - level on a rate seen `failures` of `trials`."""
+    from scipy import stats
+
+    return 1.0 if failures >= trials else float(stats.beta.ppf(1 - level, failures + 1, trials - failures))
+
+
+def _epsilon_at(fpr: float, fnr: float, delta: float) -> float:
+    both = [(fpr, fnr), (fnr, fpr)]
+    return max(math.log(max(1 - delta - b, 1e-300) / a) if a > 0 else MAX_EPSILON for a, b in both)
+
+
+def tight_epsilon(scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float = 0.95) -> float:
+    """epsilon refuted at `confidence` by scores of trials with (in) and without (out) the canary."""
+    _check_confidence(confidence)
+    scores_in, scores_out = np.asarray(scores_in, dtype=float), np.asarray(scores_out, dtype=float)
+    if min(len(scores_in), len(scores_out)) < 4:
+        raise DpvipInputError("a tight audit needs at least 4 trials with and 4 without the canary")
+    half_in, half_out = len(scores_in) // 2, len(scores_out) // 2
+    choose_in, bound_in = scores_in[:half_in], scores_in[half_in:]
+    choose_out, bound_out = scores_out[:half_out], scores_out[half_out:]
+    # candidate thresholds: the tails of the pooled choosing half, from the median outwards
+    tails = np.geomspace(0.5, 2.0 / len(choose_out), 200)
+    pooled = np.concatenate([choose_in, choose_out])
+    candidates = np.unique(np.quantile(pooled, np.concatenate([tails, 1 - tails])))
+
+    def observed(threshold: float, inside: np.ndarray, outside: np.ndarray) -> float:
+        fpr, fnr = (outside > threshold).mean(), (inside <= threshold).mean()
+        return _epsilon_at(max(fpr, 0.5 / len(outside)), max(fnr, 0.5 / len(inside)), delta)
+
+    threshold = max(candidates, key=lambda t: observed(t, choose_in, choose_out))
+    level = (1 - confidence) / 2  # two rates, each bounded at half the risk
+    fpr = clopper_pearson_upper(int((bound_out > threshold).sum()), len(bound_out), level)
+    fnr = clopper_pearson_upper(int((bound_in <= threshold).sum()), len(bound_in), level)
+    return max(0.0, _epsilon_at(fpr, fnr, delta))
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """The exact epsilon at delta of the Gaussian mechanism of sensitivity 1 and noise 1/mu."""
+    from dpvip.privacy import gaussian
+
+    return gaussian.epsilon_for_delta(mu, delta)

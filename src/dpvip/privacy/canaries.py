@@ -1,0 +1,328 @@
+"""White-box gradient canaries, inserted through the one DP step (`DPStep`), and the scores an
+attacker who sees every update gives them.
+
+The audited network is two bias-free Linear layers side by side (`CanaryModel`). Canary j is
+an example whose loss is s * y[layer_j, out_j] for the one-hot input e_(in_j) of its layer:
+its gradient is s on one weight, (layer_j, out_j, in_j), and zero elsewhere, so it passes the
+real clipper (C caps it; a layer left unclipped lets s through), the real Poisson sampling,
+the real noise and the real ledger. Canaries sit on distinct weights, so every weight's
+coordinate of the privatized gradient sees exactly one canary (or none): an attacker scores
+canary j by the sum over steps of that coordinate, in units of C / (q n), the shift one
+inclusion makes. Each canary is in the training set with probability 1/2 (Steinke et al.'s
+one-run audit); the same scores, split by membership, are the trials of a tight audit (all
+canaries are alike, their coordinates' noise independent).
+
+`audit_run` runs one mechanism (accountant, q, T, epsilon, delta, C) with m canaries and a
+fresh secret key, and returns the scores, membership and the ledger's spent epsilon;
+`audit_mechanism` turns a few such runs into the one-run and the tight lower bounds, for a
+mechanism read from a run's own ledger (`mechanism_from_ledger`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from dpvip.errors import DpvipInputError
+from dpvip.privacy import ACCOUNTANTS, AUDITED_MECHANISMS
+from dpvip.privacy.auditing import one_run_epsilon, one_run_guesses, tight_epsilon
+from dpvip.privacy.clipping import ClippedGradientSum
+from dpvip.privacy.ledger import PrivacyLedger, ledgers
+from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.step import DPStep
+
+
+@dataclass(frozen=True)
+class AuditMechanism:
+    """A DP mechanism as its run configures it (sigma calibrated, unless given)."""
+
+    name: str
+    accountant: str
+    sample_rate: float
+    steps: int
+    epsilon: float
+    delta: float
+    clip_norm: float = 1.0
+    noise_multiplier: float | None = None  # given instead of calibrated (DP fine-tuning)
+
+    def check(self) -> None:
+        if self.name not in AUDITED_MECHANISMS:
+            raise DpvipInputError(f"mechanism '{self.name}' is not one of {', '.join(AUDITED_MECHANISMS)}")
+        if not (self.epsilon > 0 and np.isfinite(self.epsilon)):
+            raise DpvipInputError(f"audited epsilon {self.epsilon} must be positive and finite")
+        if not 0 < self.sample_rate <= 1:
+            raise DpvipInputError(f"audited sample rate {self.sample_rate} is outside (0, 1]")
+        if self.steps < 1:
+            raise DpvipInputError(f"audited steps {self.steps} must be at least 1")
+
+    def ledger(self, examples: int) -> PrivacyLedger:
+        if self.noise_multiplier is not None:
+            return PrivacyLedger.for_noise(
+                self.accountant, self.sample_rate, self.noise_multiplier, self.steps, self.delta, self.clip_norm
+            )
+        return PrivacyLedger.calibrate(
+            self.accountant, self.sample_rate, self.steps, self.epsilon, self.delta, self.clip_norm
+        )
+
+
+class CanaryModel(nn.Module):
+    """Two bias-free width x width Linear layers side by side: input (b, 2, width)."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(width, width, bias=False) for _ in range(2)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([layer(x[:, k]) for k, layer in enumerate(self.layers)], dim=1)
+
+
+class _Recorder(torch.optim.Optimizer):
+    """An optimizer that keeps each step's privatized gradient and leaves the weights alone
+    (a Linear layer's gradient of a linear loss does not depend on them)."""
+
+    def __init__(self, params):
+        super().__init__(params, {})
+        self.seen: list[list[torch.Tensor]] = []
+
+    def step(self, closure=None):
+        self.seen.append([p.grad.detach().clone() for group in self.param_groups for p in group["params"]])
+
+
+@dataclass
+class CanaryRun:
+    scores: np.ndarray  # (m,), in units of one inclusion's shift
+    included: np.ndarray  # (m,) bool
+    epsilon_spent: float
+    noise_multiplier: float
+
+
+def canary_coordinates(count: int, width: int, rng: np.random.Generator) -> np.ndarray:
+    """(count, 3) distinct (layer, out, in) weights."""
+    if count > 2 * width * width:
+        raise DpvipInputError(f"{count} canaries need more than the {2 * width * width} weights of width {width}")
+    flat = rng.choice(2 * width * width, size=count, replace=False)
+    return np.stack(np.unravel_index(flat, (2, width, width)), axis=1)
+
+
+def audit_run(
+    mechanism: AuditMechanism,
+    canaries: int,
+    width: int,
+    scale: float = 1.0,
+    micro_batch: int = 4096,
+    randomness: RunRandomness | None = None,
+    make_step: Callable[..., DPStep] = DPStep,
+    world: int = 1,
+) -> CanaryRun:
+    """One DP run of `mechanism` on `canaries` canaries (pre-clip gradient norm `scale` x C),
+    each a member with probability 1/2, under `randomness` (default: a fresh secret key in a
+    temporary folder; seeded ones make tests repeatable); returns every canary's white-box
+    score. `make_step` builds the DP step (tests inject bugs there). `world` > 1 runs the
+    ranks of a multi-process run as threads, each with its blocks of the Poisson batch and a
+    summing all-reduce, as DP-MAE's ranks do."""
+    mechanism.check()
+    if canaries < 2 or canaries % 2:
+        raise DpvipInputError(f"canaries {canaries} must be an even number of at least 2")
+    with tempfile.TemporaryDirectory() as scratch:
+        randomness = randomness or RunRandomness.secret(scratch)
+        # membership and placement are the auditor's choices: from the run's key too, so
+        # that two audit runs never repeat them
+        rng = np.random.default_rng(randomness.entropy("canaries", 0))
+        coordinates = canary_coordinates(canaries, width, rng)
+        included = rng.random(canaries) < 0.5
+        members = coordinates[included]
+        if len(members) == 0:
+            raise DpvipInputError("no canary was drawn into the training set: use more canaries")
+        ledger = mechanism.ledger(len(members))
+        reduce = _ThreadSum(world)
+        ranks = [
+            _Rank(mechanism, ledger, members, width, scale, micro_batch, randomness, make_step, rank, world, reduce)
+            for rank in range(world)
+        ]
+        if world == 1:
+            ranks[0].run()
+        else:
+            threads = [threading.Thread(target=rank.run) for rank in ranks]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        errors = [rank.error for rank in ranks if rank.error is not None]
+        if errors:  # the first real failure, not a rank's broken wait for it
+            raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
+    seen = ranks[0].recorder.seen
+    total = [sum(step[k] for step in seen) for k in range(2)]  # summed over steps
+    shift = mechanism.clip_norm / (mechanism.sample_rate * len(members))  # one inclusion, clipped
+    layer, out, inp = coordinates.T
+    scores = np.array([float(total[l_][o, i]) for l_, o, i in zip(layer, out, inp)]) / shift
+    return CanaryRun(scores, included, ranks[0].spent, ledger.noise_multiplier)
+
+
+class _ThreadSum:
+    """A summing all-reduce between `world` threads (ranks): each writes its part, all wait,
+    each reads the sum in rank order, all wait again before the next call."""
+
+    def __init__(self, world: int):
+        self.parts: list[torch.Tensor | None] = [None] * world
+        self.barrier = threading.Barrier(world) if world > 1 else None
+
+    def __call__(self, flat: torch.Tensor, rank: int) -> None:
+        if self.barrier is None:
+            return
+        self.parts[rank] = flat.clone()
+        self.barrier.wait()
+        flat.copy_(sum(self.parts))
+        self.barrier.wait()
+
+
+class _Rank:
+    """One rank of an audit run: its model copy, clipper, recorder and DP step."""
+
+    def __init__(
+        self, mechanism, ledger, members, width, scale, micro_batch, randomness, make_step, rank, world, reduce
+    ):
+        self.mechanism, self.members, self.width = mechanism, members, width
+        self.strength, self.micro_batch = scale * mechanism.clip_norm, micro_batch
+        self.model = CanaryModel(width)
+        self.clipper = ClippedGradientSum(self.model, mechanism.clip_norm)
+        self.recorder = _Recorder(self.clipper.params)
+        # n is the canaries drawn in: an audit may hold more than 1/delta of them
+        self.dp_step = make_step(
+            self.clipper,
+            self.recorder,
+            ledger,
+            len(members),
+            randomness,
+            rank=rank,
+            world=world,
+            all_reduce=lambda flat: reduce(flat, rank),
+            allow_large_delta=True,
+        )
+        self.reduce = reduce
+        self.error: BaseException | None = None
+        self.spent = 0.0
+
+    def run(self) -> None:
+        try:
+            for step in range(self.mechanism.steps):
+                chosen = self.members[self.dp_step.batch(step)]
+                self.dp_step(step, _micro_batches(self.model, chosen, self.width, self.strength, self.micro_batch))
+            self.spent = self.dp_step.ledger.epsilon_spent()
+        except BaseException as error:  # a rank's failure is raised by the caller
+            self.error = error
+            if self.reduce.barrier is not None:
+                self.reduce.barrier.abort()  # the other ranks stop waiting for this one
+        finally:
+            self.clipper.close()
+
+
+def _micro_batches(model: CanaryModel, chosen: np.ndarray, width: int, strength: float, size: int):
+    for start in range(0, len(chosen), size):
+        part = torch.as_tensor(chosen[start : start + size])
+        rows = torch.arange(len(part))
+        inputs = torch.zeros(len(part), 2, width)
+        inputs[rows, part[:, 0], part[:, 2]] = 1.0
+
+        def losses(part=part, rows=rows, inputs=inputs):
+            return strength * model(inputs)[rows, part[:, 0], part[:, 1]]
+
+        yield losses
+
+
+def mechanism_from_ledger(name: str, result: dict) -> AuditMechanism:
+    """The mechanism of the first DP run recorded in `result` (a privacy.json, a result file or
+    a study), with its sigma as it ran: the audit's claimed epsilon is what its T steps spend.
+    DP-RandP's probe records its exact Gaussian composition; its full-batch steps are audited
+    with PLD, exact at q = 1."""
+    found = next(ledgers(result), None)
+    if found is None:
+        raise DpvipInputError(f"{name}: the result holds no DP run's ledger to audit")
+    accountant = found.get("accountant")
+    return AuditMechanism(
+        name,
+        accountant if accountant in ACCOUNTANTS else "pld",
+        float(found.get("sample_rate", 1.0)),
+        int(found.get("planned_steps", found.get("steps", 0))),
+        float(found.get("epsilon_spent", found.get("epsilon")) or 0.0),
+        float(found["delta"]),
+        float(found["clip_norm"]),
+        float(found.get("noise_multiplier", found.get("sigma_sgd"))),
+    )
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """How hard an audit looks: canaries per run, the audit network's width, the guesses of
+    the one-run audit (the k highest and k lowest scores), runs pooled by the tight audit."""
+
+    canaries: int = 20_000
+    width: int = 110
+    guesses: int = 100
+    runs: int = 4
+    confidence: float = 0.95
+
+    def check(self) -> None:
+        if self.canaries < 2 or self.canaries % 2:
+            raise DpvipInputError(f"canaries {self.canaries} must be an even number of at least 2")
+        if not 0 < 2 * self.guesses <= self.canaries:
+            raise DpvipInputError(
+                f"guesses {self.guesses} must be positive and at most half of {self.canaries} canaries"
+            )
+        if self.runs < 1:
+            raise DpvipInputError(f"runs {self.runs} must be at least 1")
+        if not 0 < self.confidence < 1:
+            raise DpvipInputError(f"confidence {self.confidence} must be in (0, 1)")
+
+
+def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
+    """The empirical lower bounds on `mechanism`'s epsilon beside the epsilon it claims."""
+    settings.check()
+    runs = [audit_run(mechanism, settings.canaries, settings.width) for _ in range(settings.runs)]
+    first = runs[0]
+    guesses = one_run_guesses(first.scores, first.included, settings.guesses, settings.guesses)
+    one_run = one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, mechanism.delta, settings.confidence)
+    inside = np.concatenate([run.scores[run.included] for run in runs])
+    outside = np.concatenate([run.scores[~run.included] for run in runs])
+    tight = tight_epsilon(inside, outside, mechanism.delta, settings.confidence)
+    return {
+        "mechanism": mechanism.name,
+        "accountant": mechanism.accountant,
+        "sample_rate": mechanism.sample_rate,
+        "steps": mechanism.steps,
+        "noise_multiplier": first.noise_multiplier,
+        "clip_norm": mechanism.clip_norm,
+        "delta": mechanism.delta,
+        "claimed_epsilon": first.epsilon_spent,
+        "one_run_white_box": one_run,
+        "tight_white_box": tight,
+        "canaries": settings.canaries,
+        "guesses": guesses.guesses,
+        "correct": guesses.correct,
+        "runs": settings.runs,
+        "trials": len(inside) + len(outside),
+        "confidence": settings.confidence,
+    }
+
+
+def audit_settings(section: dict) -> AuditSettings:
+    """The settings of `privacy.empirical` (its other keys say what to audit, not how)."""
+    keys = [field.name for field in dataclasses.fields(AuditSettings)]
+    return AuditSettings(**{key: section[key] for key in keys if key in section})
+
+
+GRID_DELTA = 1e-6
+
+
+def audit_grid(epsilons: list[float], settings: AuditSettings) -> list[dict]:
+    """The audit of one full-batch step (PRV, exact at q = 1) at each claimed epsilon."""
+    return [
+        audit_mechanism(AuditMechanism("mehta_head", "prv", 1.0, 1, float(epsilon), GRID_DELTA), settings)
+        for epsilon in epsilons
+    ]

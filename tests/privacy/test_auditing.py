@@ -1,0 +1,81 @@
+"""The empirical audits' statistics (dpvip.privacy.auditing), cross-checked by Monte Carlo on
+mechanisms whose epsilon is known exactly: randomized response (for which Steinke et al.'s
+one-run bound is tight) and the Gaussian mechanism (the tight audit's trade-off). A valid
+bound exceeds the true epsilon in at most 1 - confidence of experiments; a useful one comes
+close to it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpvip.errors import DpvipInputError
+from dpvip.privacy.auditing import (
+    clopper_pearson_upper,
+    gaussian_epsilon,
+    one_run_epsilon,
+    one_run_guesses,
+    one_run_p_value,
+    tight_epsilon,
+)
+
+
+def test_the_one_run_p_value_is_the_binomial_tail_without_delta():
+    p = 1 / (1 + math.exp(-1.0))
+    assert one_run_p_value(1000, 100, 80, 1.0, 0.0) == pytest.approx(stats.binom.sf(79, 100, p))
+    # delta adds 2 m delta max_i P[v > B >= v - i] / i: at i = 1 that is P[B = v - 1]
+    with_delta = one_run_p_value(1000, 100, 80, 1.0, 1e-4)
+    assert with_delta >= one_run_p_value(1000, 100, 80, 1.0, 0.0) + 2 * 1000 * 1e-4 * stats.binom.pmf(79, 100, p)
+
+
+def test_randomized_response_bounds_are_valid_and_close():
+    """eps-randomized response: each of m guesses is right with probability e^eps / (1 + e^eps),
+    the worst case the theorem is built on; 200 experiments at 95% confidence."""
+    rng = np.random.default_rng(0)
+    epsilon, m = 1.0, 4000
+    right = rng.binomial(m, 1 / (1 + math.exp(-epsilon)), size=200)
+    bounds = np.array([one_run_epsilon(m, m, int(v), 0.0) for v in right])
+    assert (bounds > epsilon).mean() <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 200)  # valid
+    assert np.median(bounds) > 0.85 * epsilon  # and close: 4000 guesses pin it down
+    print(f"randomized response at epsilon {epsilon}: median bound {np.median(bounds):.3f}")
+
+
+def test_the_tight_audit_of_the_gaussian_mechanism_is_valid_and_useful():
+    """mu-GDP Gaussian trials (scores N(mu, 1) with the canary, N(0, 1) without)."""
+    rng = np.random.default_rng(1)
+    delta, mu, trials = 1e-5, 1.0, 200_000
+    true = gaussian_epsilon(mu, delta)  # 4.38
+    bounds = [tight_epsilon(mu + rng.standard_normal(trials), rng.standard_normal(trials), delta) for _ in range(20)]
+    assert sum(b > true for b in bounds) <= 3  # P[Binomial(20, 0.05) > 3] = 1.6%
+    assert np.median(bounds) > 0.5 * true
+    print(f"Gaussian mu {mu} (epsilon {true:.2f}): median tight bound {np.median(bounds):.2f}")
+
+
+def test_guesses_take_the_top_and_bottom_scores():
+    scores = np.array([0.1, 5.0, -3.0, 2.0, -1.0, 0.0])
+    included = np.array([True, True, False, False, True, False])
+    guesses = one_run_guesses(scores, included, 2, 2)  # in: 5.0, 2.0; out: -3.0, -1.0
+    assert (guesses.canaries, guesses.guesses, guesses.correct) == (6, 4, 2)
+
+
+def test_clopper_pearson_upper_bound():
+    assert clopper_pearson_upper(0, 100, 0.05) == pytest.approx(1 - 0.05 ** (1 / 100))
+    assert clopper_pearson_upper(100, 100, 0.05) == 1.0
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: one_run_epsilon(10, 20, 5, 1e-5), r"guesses \(20\) <= canaries \(10\)"),
+        (lambda: one_run_epsilon(10, 5, 5, 1e-5, confidence=1.0), "confidence 1.0"),
+        (lambda: one_run_guesses(np.zeros(4), np.zeros(4, bool), 3, 3), "sum to at most 4"),
+        (lambda: tight_epsilon(np.zeros(2), np.zeros(10), 1e-5), "at least 4 trials"),
+    ],
+)
+def test_bad_inputs_are_refused_in_one_line(call, message):
+    with pytest.raises(DpvipInputError, match=message) as err:
+        call()
+    assert "\n" not in str(err.value)

@@ -1,0 +1,173 @@
+"""White-box gradient canaries through the real DP step (dpvip.privacy.canaries): the scores
+have the law the mechanism promises; a correct run's audit stays at or below its claimed
+epsilon; and each injected bug (noise halved, a layer left unclipped, a step not charged)
+makes the one-run audit's lower bound exceed the epsilon the run claims.
+
+The audited mechanism: one full-batch step at epsilon 2, delta 1e-6 (PRV, exact here),
+40,000 canaries; guesses on the 200 highest and 200 lowest scores (fixed in advance). The
+runs are seeded, so the tests repeat; measured over 15 secret keys each: a correct run's
+bound 1.02-1.29, with the noise halved 2.32-2.97."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+import dpvip.privacy.step as step_module
+from dpvip.errors import DpvipInputError
+from dpvip.privacy.auditing import one_run_epsilon, one_run_guesses
+from dpvip.privacy.canaries import AuditMechanism, audit_run
+from dpvip.privacy.ledger import PrivacyLedger
+from dpvip.privacy.noise import privatize
+from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.step import DPStep
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+MECHANISM = AuditMechanism("mehta_head", "prv", 1.0, 1, 2.0, 1e-6)  # a full-batch step
+CANARIES, WIDTH, GUESSES = 40_000, 150, 200
+SEEDED = RunRandomness.seeded(2024)  # NOT private: a repeatable audit for the tests
+
+
+def one_run_bound(run) -> float:
+    guesses = one_run_guesses(run.scores, run.included, GUESSES, GUESSES)
+    return one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, MECHANISM.delta)
+
+
+def test_scores_have_the_promised_law():
+    """Each inclusion shifts a score by 1 (C / (q n) in the gradient); the noise is sigma."""
+    run = audit_run(MECHANISM, CANARIES, WIDTH)  # a fresh secret key
+    inside, outside = run.scores[run.included], run.scores[~run.included]
+    assert abs(run.included.mean() - 0.5) < 0.01
+    assert inside.mean() - outside.mean() == pytest.approx(1.0, abs=5 * run.noise_multiplier / 140)
+    assert outside.std() == pytest.approx(run.noise_multiplier, rel=0.02)
+    assert run.epsilon_spent == pytest.approx(2.0, rel=1e-6)
+
+
+def test_a_correct_run_stays_at_or_below_its_claim():
+    bounds = [
+        one_run_bound(audit_run(MECHANISM, CANARIES, WIDTH, randomness=RunRandomness.seeded(k))) for k in range(3)
+    ]
+    print("correct run: one-run bounds", [round(b, 2) for b in bounds], "claimed", MECHANISM.epsilon)
+    assert all(b <= MECHANISM.epsilon for b in bounds)
+    assert min(bounds) > 0.5  # and the audit sees the noise level: measured 0.9-1.1
+
+
+def test_noise_halved_is_caught(monkeypatch):
+    monkeypatch.setattr(step_module, "privatize", lambda sums, sigma, *a, **k: privatize(sums, sigma / 2, *a, **k))
+    run = audit_run(MECHANISM, CANARIES, WIDTH, randomness=SEEDED)
+    bound = one_run_bound(run)
+    print(f"noise halved: claimed {run.epsilon_spent:.2f}, audit {bound:.2f}")  # measured 2.2-2.5
+    assert bound > run.epsilon_spent
+
+
+def test_a_layer_left_unclipped_is_caught():
+    """Canaries of 10 C: clipped to C, except in the second layer, whose gradients the buggy
+    clipper neither counts in the norm nor scales."""
+
+    def unclipped_second_layer(clipper, *args, **kwargs):
+        layer = clipper.model.layers[1]
+        norms, add = clipper._layer_rules[layer]
+        clipper._layer_rules[layer] = (
+            lambda layer, call: norms(layer, call) and [],  # prepared for the sum, left out of the norm
+            lambda layer, call, factors, sums: add(layer, call, torch.ones_like(factors), sums),
+        )
+        return DPStep(clipper, *args, **kwargs)
+
+    run = audit_run(MECHANISM, CANARIES, WIDTH, scale=10.0, randomness=SEEDED, make_step=unclipped_second_layer)
+    bound = one_run_bound(run)
+    print(f"second layer unclipped: claimed {run.epsilon_spent:.2f}, audit {bound:.2f}")
+    assert bound > run.epsilon_spent
+    # the same canaries against the correct clipper: nothing to see beyond the claim
+    assert one_run_bound(audit_run(MECHANISM, CANARIES, WIDTH, scale=10.0, randomness=SEEDED)) <= MECHANISM.epsilon
+
+
+def test_a_step_taken_but_not_charged_is_caught(monkeypatch):
+    """T - 1 steps charged for T taken; with T = 1 the run claims epsilon 0."""
+    monkeypatch.setattr(PrivacyLedger, "charge", lambda self, steps=1: replace(self, steps_done=self.steps_done))
+    run = audit_run(MECHANISM, CANARIES, WIDTH, randomness=SEEDED)
+    bound = one_run_bound(run)
+    print(f"uncharged step: claimed {run.epsilon_spent:.2f}, audit {bound:.2f}")
+    assert run.epsilon_spent == 0.0 and bound > run.epsilon_spent
+
+
+def test_two_ranks_give_the_scores_of_one():
+    """Ranks draw their blocks of the Poisson batch, their sums are all-reduced and the noise is
+    added once: a 2-rank run (ranks as threads) is the 1-rank run, score for score."""
+    one = audit_run(MECHANISM, 4000, 50, randomness=SEEDED)
+    two = audit_run(MECHANISM, 4000, 50, randomness=SEEDED, world=2)
+    np.testing.assert_allclose(two.scores, one.scores, atol=1e-5)
+    assert np.array_equal(two.included, one.included) and two.epsilon_spent == one.epsilon_spent
+
+
+def test_every_audit_run_draws_its_own_canaries_and_noise():
+    first, second = audit_run(MECHANISM, 1000, 40), audit_run(MECHANISM, 1000, 40)
+    assert not np.array_equal(first.included, second.included)
+    assert not np.allclose(first.scores, second.scores)
+
+
+@pytest.mark.parametrize(
+    "mechanism, canaries, message",
+    [
+        (replace(MECHANISM, epsilon=0.0), 100, "epsilon 0.0 must be positive"),
+        (MECHANISM, 101, "canaries 101 must be an even number"),
+        (MECHANISM, 0, "canaries 0 must be an even number"),
+        (replace(MECHANISM, sample_rate=1.5), 100, "sample rate 1.5"),
+    ],
+)
+def test_bad_audits_are_refused_in_one_line(mechanism, canaries, message):
+    with pytest.raises(DpvipInputError, match=message):
+        audit_run(mechanism, canaries, 40)
+
+
+def test_a_mechanism_is_read_from_each_kind_of_run_record():
+    from dpvip.privacy.canaries import mechanism_from_ledger
+
+    dp = {"accountant": "rdp", "sample_rate": 0.0625, "noise_multiplier": 0.9, "planned_steps": 16}
+    dp |= {"epsilon_spent": 7.9, "delta": 1 / 4096, "clip_norm": 0.1, "randomness": "secret", "private": True}
+    assert mechanism_from_ledger("dp_mae", dp) == AuditMechanism("dp_mae", "rdp", 0.0625, 16, 7.9, 1 / 4096, 0.1, 0.9)
+    study = {"runs": [{"result": {"privacy": None}}, {"result": {"privacy": dp | {"accountant": "prv"}}}]}
+    assert mechanism_from_ledger("mehta_head", study).accountant == "prv"
+    probe = {"sigma_sgd": 7.0, "steps": 100, "epsilon": 1.0, "delta": 1e-5, "clip_norm": 1.0}
+    probe |= {"accountant": "gdp (exact, full batch)", "randomness": "secret", "private": True}
+    found = mechanism_from_ledger("dprandp_probe", {"runs": [{"result": {"privacy": probe}}]})
+    assert (found.accountant, found.sample_rate, found.steps, found.noise_multiplier) == ("pld", 1.0, 100, 7.0)
+    with pytest.raises(DpvipInputError, match="holds no DP run's ledger"):
+        mechanism_from_ledger("dp_mae", {"privacy": None})
+
+
+def test_audit_mechanism_reports_both_bounds_beside_the_claim():
+    from dpvip.privacy.canaries import AuditSettings, audit_mechanism
+
+    record = audit_mechanism(MECHANISM, AuditSettings(canaries=4000, width=50, guesses=50, runs=2))
+    assert record["claimed_epsilon"] == pytest.approx(2.0, rel=1e-6)
+    assert 0 <= record["one_run_white_box"] <= 2.0 and 0 <= record["tight_white_box"] <= 2.0
+    assert record["trials"] == 2 * 4000 and record["guesses"] == 100 and record["runs"] == 2
+    with pytest.raises(DpvipInputError, match="guesses 3000 must be positive and at most half"):
+        audit_mechanism(MECHANISM, AuditSettings(canaries=4000, width=50, guesses=3000))
+
+
+def test_the_command_line_audits_a_mechanism_and_refuses_bad_input_in_one_line(tmp_path):
+    import json
+
+    from conftest import run_dpvip
+
+    base = ["privacy", "audit-empirical", "--mechanism", "mehta_head", "--delta", "1e-6", "--sample-rate", "1"]
+    done = run_dpvip(*base, "--epsilon", "2", "--steps", "1", "--canaries", "2000", "--width", "40", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["mechanism"] == "mehta_head" and record["claimed_epsilon"] == pytest.approx(2.0, rel=1e-6)
+    for extra, message in [
+        (["--epsilon", "-1", "--steps", "1"], "epsilon -1.0 must be positive"),
+        (["--epsilon", "2", "--steps", "1", "--canaries", "7"], "canaries 7 must be an even number"),
+        (["--epsilon", "2", "--steps", "1", "--canaries", "0"], "canaries 0 must be an even number"),
+        (["--steps", "1"], "give --ledger FILE, or --epsilon"),
+        (["--ledger", str(tmp_path / "none.json")], "does not exist"),
+    ]:
+        bad = run_dpvip(*base, *extra)
+        assert bad.returncode == 2 and message in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
+    unknown = run_dpvip("privacy", "audit-empirical", "--mechanism", "dp_sgd", "--epsilon", "1")
+    assert unknown.returncode == 2 and "invalid choice: 'dp_sgd'" in unknown.stderr
