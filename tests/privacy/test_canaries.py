@@ -140,7 +140,8 @@ def test_a_mechanism_is_read_from_each_kind_of_run_record():
 
 
 def test_audit_mechanism_reports_both_bounds_beside_the_claim():
-    from dpvip.privacy.canaries import AuditSettings, audit_mechanism
+    from dpvip.privacy.auditing import AuditSettings
+    from dpvip.privacy.canaries import audit_mechanism
 
     record = audit_mechanism(MECHANISM, AuditSettings(canaries=4000, width=50, guesses=50, runs=2))
     assert record["claimed_epsilon"] == pytest.approx(2.0, rel=1e-6)

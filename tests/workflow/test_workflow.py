@@ -380,11 +380,13 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         and randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["DP-RandP", "epsilon=1 (ours)"]
     )
     assert randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["De et al. [15]", "epsilon=8 (ours)"] + 10
-    # The verdicts on our runs: (a) warm beats cold, (c) Phase II helps and (d) probing alone
-    # saturates hold; (b), the gap growing as epsilon shrinks, does not at this size (+2.1 at
-    # epsilon 1 against +11.5 at 8).
+    # The verdicts on our (seeded) runs: (a) warm beats cold and (d) probing alone saturates
+    # hold; (b), the gap growing as epsilon shrinks, does not at this size (+4.0 at epsilon 1
+    # against +9.6 at 8), nor does (c), Phase II helping (17.4 against 18.6 at epsilon 1). On 2
+    # seeds these verdicts follow the noise draw: with the noise of the seed-derived streams
+    # before the keyed ones, (c) held (the verdicts' statistics are issue 23's).
     claims = pd.read_csv(tmp_path / "results/tables/dprandp_claims.csv")
-    assert claims["held"].tolist() == [True, False, True, True]
+    assert claims["held"].tolist() == [True, False, False, True]
 
     again = embedded_default.snakemake("--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output

@@ -59,7 +59,8 @@ def cmd_audit_empirical(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from dpvip.privacy.canaries import AuditMechanism, AuditSettings, audit_mechanism, mechanism_from_ledger
+    from dpvip.privacy.auditing import AuditSettings
+    from dpvip.privacy.canaries import AuditMechanism, audit_mechanism, mechanism_from_ledger
 
     settings = AuditSettings(args.canaries, args.width, args.guesses, args.runs, args.confidence)
     settings.check()  # before any accounting or training
@@ -133,10 +134,15 @@ def add_commands(commands) -> None:
     audit.add_argument("--steps", type=int)
     audit.add_argument("--accountant", choices=ACCOUNTANTS, default="prv")
     audit.add_argument("--clip-norm", type=float, default=1.0)
-    audit.add_argument("--canaries", type=int, default=20_000)
-    audit.add_argument("--width", type=int, default=110)
-    audit.add_argument("--guesses", type=int, default=100, help="the k highest and k lowest scores guessed")
-    audit.add_argument("--runs", type=int, default=4, help="runs pooled by the tight audit")
+    from dpvip.privacy.auditing import AuditSettings  # numpy only: the parser stays light
+
+    defaults = AuditSettings()
+    audit.add_argument("--canaries", type=int, default=defaults.canaries)
+    audit.add_argument("--width", type=int, default=defaults.width)
+    audit.add_argument(
+        "--guesses", type=int, default=defaults.guesses, help="the k highest and k lowest scores guessed"
+    )
+    audit.add_argument("--runs", type=int, default=defaults.runs, help="runs pooled by the tight audit")
     audit.add_argument("--confidence", type=float, default=0.95)
     audit.add_argument("--out", help="also write the record to this JSON file")
     audit.add_argument("--json", action="store_true", help="print one JSON object")

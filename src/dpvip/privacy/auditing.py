@@ -120,6 +120,30 @@ def tight_epsilon(scores_in: np.ndarray, scores_out: np.ndarray, delta: float, c
     return max(0.0, _epsilon_at(fpr, fnr, delta))
 
 
+@dataclass(frozen=True)
+class AuditSettings:
+    """How hard an audit looks: canaries per run, the audit network's width, the guesses of
+    the one-run audit (the k highest and k lowest scores), runs pooled by the tight audit."""
+
+    canaries: int = 10_000
+    width: int = 80
+    guesses: int = 50
+    runs: int = 3
+    confidence: float = 0.95
+
+    def check(self) -> None:
+        if self.canaries < 2 or self.canaries % 2:
+            raise DpvipInputError(f"canaries {self.canaries} must be an even number of at least 2")
+        if not 0 < 2 * self.guesses <= self.canaries:
+            raise DpvipInputError(
+                f"guesses {self.guesses} must be positive and at most half of {self.canaries} canaries"
+            )
+        if self.runs < 1:
+            raise DpvipInputError(f"runs {self.runs} must be at least 1")
+        if not 0 < self.confidence < 1:
+            raise DpvipInputError(f"confidence {self.confidence} must be in (0, 1)")
+
+
 def gaussian_epsilon(mu: float, delta: float) -> float:
     """The exact epsilon at delta of the Gaussian mechanism of sensitivity 1 and noise 1/mu."""
     from dpvip.privacy import gaussian

@@ -32,7 +32,7 @@ from torch import nn
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS, AUDITED_MECHANISMS
-from dpvip.privacy.auditing import one_run_epsilon, one_run_guesses, tight_epsilon
+from dpvip.privacy.auditing import AuditSettings, one_run_epsilon, one_run_guesses, tight_epsilon
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger, ledgers
 from dpvip.privacy.randomness import RunRandomness
@@ -237,11 +237,13 @@ def _micro_batches(model: CanaryModel, chosen: np.ndarray, width: int, strength:
 
 
 def mechanism_from_ledger(name: str, result: dict) -> AuditMechanism:
-    """The mechanism of the first DP run recorded in `result` (a privacy.json, a result file or
-    a study), with its sigma as it ran: the audit's claimed epsilon is what its T steps spend.
-    DP-RandP's probe records its exact Gaussian composition; its full-batch steps are audited
-    with PLD, exact at q = 1."""
-    found = next(ledgers(result), None)
+    """The mechanism of the DP run recorded in `result` (a privacy.json, a result file or a
+    study: its run of the largest epsilon, where a leak shows most), with its sigma as it ran:
+    the audit's claimed epsilon is what its T steps spend. DP-RandP's probe records its exact
+    Gaussian composition; its full-batch steps are audited with PLD, exact at q = 1."""
+    found = max(
+        ledgers(result), key=lambda ledger: ledger.get("epsilon_spent", ledger.get("epsilon")) or 0, default=None
+    )
     if found is None:
         raise DpvipInputError(f"{name}: the result holds no DP run's ledger to audit")
     accountant = found.get("accountant")
@@ -255,30 +257,6 @@ def mechanism_from_ledger(name: str, result: dict) -> AuditMechanism:
         float(found["clip_norm"]),
         float(found.get("noise_multiplier", found.get("sigma_sgd"))),
     )
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    """How hard an audit looks: canaries per run, the audit network's width, the guesses of
-    the one-run audit (the k highest and k lowest scores), runs pooled by the tight audit."""
-
-    canaries: int = 20_000
-    width: int = 110
-    guesses: int = 100
-    runs: int = 4
-    confidence: float = 0.95
-
-    def check(self) -> None:
-        if self.canaries < 2 or self.canaries % 2:
-            raise DpvipInputError(f"canaries {self.canaries} must be an even number of at least 2")
-        if not 0 < 2 * self.guesses <= self.canaries:
-            raise DpvipInputError(
-                f"guesses {self.guesses} must be positive and at most half of {self.canaries} canaries"
-            )
-        if self.runs < 1:
-            raise DpvipInputError(f"runs {self.runs} must be at least 1")
-        if not 0 < self.confidence < 1:
-            raise DpvipInputError(f"confidence {self.confidence} must be in (0, 1)")
 
 
 def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
