@@ -214,6 +214,10 @@ def stated_files(statement: dict) -> set[str]:
     return {name for entry in statement["outputs"] for name in entry["files"]}
 
 
+def _number(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def render(statement: dict) -> str:
     """PRIVACY.md: what is inside the guarantee, what is not and why, the mechanisms."""
     lines = ["# Privacy statement", ""]
@@ -234,9 +238,9 @@ def render(statement: dict) -> str:
         for m in entry["mechanisms"]:
             delta_n = "" if m["delta_n"] is None else f", delta n = {m['delta_n']:.3g}"
             lines.append(
-                f"- {m['runs']} run(s): {m['accountant']}, q = {m['q']:.4g}, sigma = {m['sigma']}, "
-                f"T = {m['steps']}, C = {m['clip_norm']}, delta = {m['delta']}, epsilon = {m['epsilon']}"
-                f"{delta_n}, randomness {m['randomness']}"
+                f"- {m['runs']} run(s): {m['accountant']}, q = {m['q']:.4g}, sigma = {_number(m['sigma'])}, "
+                f"T = {m['steps']}, C = {m['clip_norm']}, delta = {_number(m['delta'])}, "
+                f"epsilon = {_number(m['epsilon'])}{delta_n}, randomness {m['randomness']}"
             )
         lines.append("")
     lines += ["## Not derived from private data", ""]
