@@ -123,6 +123,11 @@ def dp_run(name):
     return f"{DP_PRETRAIN}/{name}"
 
 
+def dp_ledgers(names):
+    """The privacy.json of the DP-MAE runs among `names` (backbones of any kind)."""
+    return [f"{dp_run(name)}/privacy.json" for name in names if name in DP_RUNS]
+
+
 def dp_run_inputs(wildcards):
     """The private dataset's index, and the (Syn)-ViP checkpoint the run starts from."""
     inputs = {"index": f"{RESULTS}/data/{DP['dataset']}/index.json"}
@@ -201,14 +206,18 @@ def backbone_checkpoint(backbone):
     return [path for path in paths[:1] if path]
 
 
+def vip_table_runs(table):
+    """The DP runs in a ViP table's rows (their ledgers give its run facts)."""
+    rows = table_rows(table, VIP_COLUMNS[table], VIP_BACKBONES)
+    return sorted({b for row in rows for b, _ in row.cells.values() if b in DP_RUNS})
+
+
 def vip_table_inputs(wildcards):
     """A ViP table's evaluation results, and the ledgers of the DP runs in its rows."""
-    rows = table_rows(wildcards.table, VIP_COLUMNS[wildcards.table], VIP_BACKBONES)
-    runs = sorted({b for row in rows for b, _ in row.cells.values() if b in DP_RUNS})
     return {
         "paper_values": VIP_VALUES,
         "results": evaluation_files(wildcards.table),
-        "privacy": [f"{dp_run(name)}/privacy.json" for name in runs],
+        "privacy": dp_ledgers(vip_table_runs(wildcards.table)),
     }
 
 
@@ -340,22 +349,16 @@ def study_caches(study):
 # The bundle's privacy statement: which DP results each published output is built from.
 
 
-def dp_ledgers(backbones):
-    """The privacy.json of the DP-MAE runs among `backbones`."""
-    return [f"{dp_run(name)}/privacy.json" for name in backbones if name in DP_RUNS]
-
-
 def privacy_sources():
     """{published table or figure: the result files of the DP runs it is built from}: what the
     bundle's privacy statement reads the mechanisms from."""
     sources = {"vip_dp_runs": dp_ledgers(DP_RUNS)}
     sources |= {figure: dp_ledgers(names) for figure, names in DP_FIGURES.items()}
-    for name in (*VIP_TABLES, "vip_figure1", "vip_figure5"):
-        backbones = {e.backbone for e in EVAL_NEEDS[name]}
-        if name in VIP_TABLES:  # run facts: the ledgers of the DP runs in its rows
-            rows = table_rows(name, VIP_COLUMNS[name], VIP_BACKBONES)
-            backbones |= {b for row in rows for b, _ in row.cells.values()}
-        sources[name] = evaluation_files(name) + dp_ledgers(sorted(backbones))
+    for table in VIP_TABLES:
+        sources[table] = evaluation_files(table) + dp_ledgers(vip_table_runs(table))
+    for figure in ("vip_figure1", "vip_figure5"):
+        backbones = sorted({e.backbone for e in EVAL_NEEDS[figure]})
+        sources[figure] = evaluation_files(figure) + dp_ledgers(backbones)
     for name in (*DPRANDP_TABLES, *DPRANDP_FIGURES, "claims"):
         sources[f"dprandp_{name}"] = dprandp_results(name)[1]
     sources |= {f"mehta_{t}": [f"{TRANSFER}/mehta_{t}.json"] for t in MEHTA_OUTPUTS}
@@ -377,7 +380,7 @@ EMPIRICAL = config["privacy"]["empirical"]
 
 def audit_sources():
     """{mechanism: the result file of the run whose mechanism its audit runs}."""
-    sources = {"dp_mae": f"{dp_run(VIP_BACKBONES.main_vip)}/privacy.json"}
+    sources = {"dp_mae": dp_ledgers([VIP_BACKBONES.main_vip])[0]}
     if EVAL_PLAN.dp_dataset:
         sources["dp_finetune"] = (
             f"{EVALUATE}/dp_finetune/{VIP_BACKBONES.main_vip}/{EVAL_PLAN.dp_dataset}.json"

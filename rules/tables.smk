@@ -98,7 +98,7 @@ rule table_vip_table3:
 rule table_vip_dp_runs:
     input:
         paper_values=workflow_path(f"{config['paper_values']}/vip.csv"),
-        privacy=[f"{dp_run(name)}/privacy.json" for name in DP_RUNS],
+        privacy=dp_ledgers(DP_RUNS),
         metrics=[f"{dp_run(name)}/metrics.jsonl" for name in DP_RUNS],
     output:
         report(

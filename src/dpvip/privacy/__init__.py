@@ -7,6 +7,8 @@ noise calibration, three accountants), `gaussian` (exact full-batch composition)
 and `audit` (the papers' settings), `curves`.
 """
 
+from dpvip.errors import DpvipInputError
+
 # Names offered by the command line and checked in configs without importing torch.
 ACCOUNTANTS = ("rdp", "prv", "pld")
 OPTIMIZERS = ("adamw", "adam", "sgd", "lamb")
@@ -30,16 +32,12 @@ def run_options(privacy: dict | None) -> dict:
 def check_randomness(mode: str) -> None:
     """Refuse a `privacy.randomness` that is neither 'secret' nor 'seeded'."""
     if mode not in RANDOMNESS:
-        from dpvip.errors import DpvipInputError
-
         raise DpvipInputError(f"privacy.randomness '{mode}' is not one of {', '.join(RANDOMNESS)}")
 
 
 def check_delta(delta: float, examples: int, allowed: bool) -> None:
     """Refuse delta >= 1/n (n training examples) unless `privacy.allow_large_delta`."""
     if delta * examples >= 1 and not allowed:
-        from dpvip.errors import DpvipInputError
-
         raise DpvipInputError(
             f"delta {delta:g} is at least 1/n for this run's n = {examples} examples (delta * n = "
             f"{delta * examples:.3g}): a guarantee that weak allows publishing an example outright; "

@@ -21,6 +21,7 @@ opposed to what the accountant says the code spends if it is right.
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,12 @@ import numpy as np
 from dpvip.errors import DpvipInputError
 
 MAX_EPSILON = 50.0  # the search's ceiling: more than any score set here can show
+
+
+def check_canaries(count: int) -> None:
+    """Half of the canaries go in, on average: an even count of at least 2."""
+    if count < 2 or count % 2:
+        raise DpvipInputError(f"canaries {count} must be an even number of at least 2")
 
 
 def _check_confidence(confidence: float) -> None:
@@ -132,8 +139,7 @@ class AuditSettings:
     confidence: float = 0.95
 
     def check(self) -> None:
-        if self.canaries < 2 or self.canaries % 2:
-            raise DpvipInputError(f"canaries {self.canaries} must be an even number of at least 2")
+        check_canaries(self.canaries)
         if not 0 < 2 * self.guesses <= self.canaries:
             raise DpvipInputError(
                 f"guesses {self.guesses} must be positive and at most half of {self.canaries} canaries"
@@ -142,6 +148,12 @@ class AuditSettings:
             raise DpvipInputError(f"runs {self.runs} must be at least 1")
         if not 0 < self.confidence < 1:
             raise DpvipInputError(f"confidence {self.confidence} must be in (0, 1)")
+
+
+def audit_settings(section: dict) -> AuditSettings:
+    """The settings of `privacy.empirical` (its other keys say what to audit, not how)."""
+    keys = [field.name for field in dataclasses.fields(AuditSettings)]
+    return AuditSettings(**{key: section[key] for key in keys if key in section})
 
 
 def gaussian_epsilon(mu: float, delta: float) -> float:

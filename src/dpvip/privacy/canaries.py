@@ -20,7 +20,6 @@ mechanism read from a run's own ledger (`mechanism_from_ledger`).
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 import threading
 from collections.abc import Callable
@@ -32,7 +31,13 @@ from torch import nn
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS, AUDITED_MECHANISMS
-from dpvip.privacy.auditing import AuditSettings, one_run_epsilon, one_run_guesses, tight_epsilon
+from dpvip.privacy.auditing import (
+    AuditSettings,
+    check_canaries,
+    one_run_epsilon,
+    one_run_guesses,
+    tight_epsilon,
+)
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger, ledgers
 from dpvip.privacy.randomness import RunRandomness
@@ -84,15 +89,17 @@ class CanaryModel(nn.Module):
 
 
 class _Recorder(torch.optim.Optimizer):
-    """An optimizer that keeps each step's privatized gradient and leaves the weights alone
-    (a Linear layer's gradient of a linear loss does not depend on them)."""
+    """An optimizer that sums the privatized gradients over steps (all the white-box scores
+    need) and leaves the weights alone (a Linear layer's gradient of a linear loss does not
+    depend on them)."""
 
     def __init__(self, params):
         super().__init__(params, {})
-        self.seen: list[list[torch.Tensor]] = []
+        self.total = [torch.zeros_like(p) for group in self.param_groups for p in group["params"]]
 
     def step(self, closure=None):
-        self.seen.append([p.grad.detach().clone() for group in self.param_groups for p in group["params"]])
+        for total, p in zip(self.total, (p for group in self.param_groups for p in group["params"])):
+            total += p.grad
 
 
 @dataclass
@@ -128,8 +135,7 @@ def audit_run(
     ranks of a multi-process run as threads, each with its blocks of the Poisson batch and a
     summing all-reduce, as DP-MAE's ranks do."""
     mechanism.check()
-    if canaries < 2 or canaries % 2:
-        raise DpvipInputError(f"canaries {canaries} must be an even number of at least 2")
+    check_canaries(canaries)
     with tempfile.TemporaryDirectory() as scratch:
         randomness = randomness or RunRandomness.secret(scratch)
         # membership and placement are the auditor's choices: from the run's key too, so
@@ -157,11 +163,10 @@ def audit_run(
         errors = [rank.error for rank in ranks if rank.error is not None]
         if errors:  # the first real failure, not a rank's broken wait for it
             raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
-    seen = ranks[0].recorder.seen
-    total = [sum(step[k] for step in seen) for k in range(2)]  # summed over steps
+    total = torch.stack(ranks[0].recorder.total)  # (layer, out, in), summed over steps
     shift = mechanism.clip_norm / (mechanism.sample_rate * len(members))  # one inclusion, clipped
-    layer, out, inp = coordinates.T
-    scores = np.array([float(total[l_][o, i]) for l_, o, i in zip(layer, out, inp)]) / shift
+    layer, out, inp = (torch.as_tensor(axis) for axis in coordinates.T)
+    scores = total[layer, out, inp].double().numpy() / shift
     return CanaryRun(scores, included, ranks[0].spent, ledger.noise_multiplier)
 
 
@@ -287,12 +292,6 @@ def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
         "trials": len(inside) + len(outside),
         "confidence": settings.confidence,
     }
-
-
-def audit_settings(section: dict) -> AuditSettings:
-    """The settings of `privacy.empirical` (its other keys say what to audit, not how)."""
-    keys = [field.name for field in dataclasses.fields(AuditSettings)]
-    return AuditSettings(**{key: section[key] for key in keys if key in section})
 
 
 GRID_DELTA = 1e-6

@@ -28,6 +28,7 @@ example).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -99,6 +100,12 @@ class RunRandomness:
         if work_dir is None:
             raise DpvipInputError("a DP run with secret randomness needs a private work folder for its key")
         return cls.secret(work_dir).child(fingerprint)
+
+    @classmethod
+    def for_settings(cls, settings, work_dir: str | Path | None = None) -> RunRandomness:
+        """`for_run` for a run's settings dataclass: its `randomness` and `seed`, and its
+        fields as the run's fingerprint."""
+        return cls.for_run(settings.randomness, work_dir, settings.seed, dataclasses.asdict(settings))
 
     @property
     def private(self) -> bool:

@@ -41,9 +41,11 @@ def build_bundle(
     if bundle.exists():
         shutil.rmtree(bundle)
     files = [f"{section}/{Path(path).name}" for section, paths in sections.items() for path in paths]
-    records = {
-        output: [json.loads(Path(path).read_text()) for path in paths] for output, paths in (sources or {}).items()
-    }
+    # outputs share their runs (DP-RandP's tables read the same result files): each read once
+    sources = sources or {}
+    unique = {str(path) for paths in sources.values() for path in paths}
+    read = {path: json.loads(Path(path).read_text()) for path in unique}
+    records = {output: [read[str(path)] for path in paths] for output, paths in sources.items()}
     statement = build_statement([*files, "provenance.json"], records)  # refuses a file without a status first
     for section, paths in sections.items():
         target = bundle / section

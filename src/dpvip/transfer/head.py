@@ -277,7 +277,7 @@ def fit_head(
     if randomness is None and ledger is None:  # without privacy nothing is kept secret
         randomness = RunRandomness.seeded(settings.seed).child(asdict(settings))
     elif randomness is None:  # `seeded` settings; `secret` needs the job's key (refused here)
-        randomness = RunRandomness.for_run(settings.randomness, None, settings.seed, asdict(settings))
+        randomness = RunRandomness.for_settings(settings)
     dp_step = (
         DPStep(
             ClippedGradientSum(head, settings.clip_norm),

@@ -75,7 +75,7 @@ def _randomness(run: Run, work_dir: Path):
     from dpvip.privacy.randomness import RunRandomness
 
     settings = run.settings
-    return RunRandomness.for_run(settings.get("randomness", "secret"), work_dir, settings["seed"], run.record())
+    return RunRandomness.for_run(settings["randomness"], work_dir, settings["seed"], run.record())
 
 
 def _train(run: Run, cached, randomness) -> dict:

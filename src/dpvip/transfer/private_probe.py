@@ -196,7 +196,7 @@ def fit_probe(
     if settings.feature_norm is not None:
         train, test = normalise(train, settings.feature_norm), normalise(test, settings.feature_norm)
     if privacy and randomness is None:  # `seeded` settings; `secret` needs the job's key (refused here)
-        randomness = RunRandomness.for_run(settings.randomness, None, settings.seed, asdict(settings))
+        randomness = RunRandomness.for_settings(settings)
     if privacy:
         privacy |= randomness.record()
     if settings.sigma_ratio is not None:
