@@ -62,7 +62,9 @@ def cmd_audit_empirical(args: argparse.Namespace) -> int:
     from dpvip.privacy.auditing import AuditSettings
     from dpvip.privacy.canaries import AuditMechanism, audit_mechanism, mechanism_from_ledger
 
-    settings = AuditSettings(args.canaries, args.width, args.guesses, args.runs, args.confidence)
+    settings = AuditSettings(
+        args.canaries, args.width, args.guesses, args.runs, args.confidence, args.black_box_canaries
+    )
     settings.check()  # before any accounting or training
     if args.ledger:
         path = Path(args.ledger)
@@ -89,7 +91,8 @@ def cmd_audit_empirical(args: argparse.Namespace) -> int:
         args.json,
         f"{mechanism.name}: claimed epsilon {record['claimed_epsilon']:.4g} at delta {mechanism.delta:g}; "
         f"audit lower bounds at {settings.confidence:.0%}: one-run white-box {record['one_run_white_box']:.3g}, "
-        f"tight white-box {record['tight_white_box']:.3g}",
+        f"one-run black-box {record['one_run_black_box']:.3g}, tight white-box {record['tight_white_box']:.3g}, "
+        f"tight white-box (Gaussian trade-off) {record['gdp_white_box']:.3g}",
     )
     return 0
 
@@ -144,6 +147,9 @@ def add_commands(commands) -> None:
     )
     audit.add_argument("--runs", type=int, default=defaults.runs, help="runs pooled by the tight audit")
     audit.add_argument("--confidence", type=float, default=0.95)
+    audit.add_argument(
+        "--black-box-canaries", type=int, default=defaults.black_box_canaries, help="input canaries (<= 768)"
+    )
     audit.add_argument("--out", help="also write the record to this JSON file")
     audit.add_argument("--json", action="store_true", help="print one JSON object")
     audit.set_defaults(handler=cmd_audit_empirical)

@@ -34,11 +34,13 @@ from dpvip.privacy import ACCOUNTANTS, AUDITED_MECHANISMS
 from dpvip.privacy.auditing import (
     AuditSettings,
     check_canaries,
+    gdp_epsilon,
     one_run_epsilon,
     one_run_guesses,
     tight_epsilon,
 )
 from dpvip.privacy.clipping import ClippedGradientSum
+from dpvip.privacy.input_canaries import black_box_run
 from dpvip.privacy.ledger import PrivacyLedger, ledgers
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.step import DPStep
@@ -271,9 +273,15 @@ def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
     first = runs[0]
     guesses = one_run_guesses(first.scores, first.included, settings.guesses, settings.guesses)
     one_run = one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, mechanism.delta, settings.confidence)
+    black_box = black_box_run(mechanism, settings.black_box_canaries)
+    black_guesses = one_run_guesses(black_box.scores, black_box.included, settings.guesses, settings.guesses)
+    one_run_black = one_run_epsilon(
+        black_guesses.canaries, black_guesses.guesses, black_guesses.correct, mechanism.delta, settings.confidence
+    )
     inside = np.concatenate([run.scores[run.included] for run in runs])
     outside = np.concatenate([run.scores[~run.included] for run in runs])
     tight = tight_epsilon(inside, outside, mechanism.delta, settings.confidence)
+    gdp = gdp_epsilon(inside, outside, mechanism.delta, settings.confidence)
     return {
         "mechanism": mechanism.name,
         "accountant": mechanism.accountant,
@@ -284,10 +292,14 @@ def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
         "delta": mechanism.delta,
         "claimed_epsilon": first.epsilon_spent,
         "one_run_white_box": one_run,
+        "one_run_black_box": one_run_black,
         "tight_white_box": tight,
+        "gdp_white_box": gdp,
         "canaries": settings.canaries,
         "guesses": guesses.guesses,
         "correct": guesses.correct,
+        "black_box_canaries": settings.black_box_canaries,
+        "black_box_correct": black_guesses.correct,
         "runs": settings.runs,
         "trials": len(inside) + len(outside),
         "confidence": settings.confidence,
