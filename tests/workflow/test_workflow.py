@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import run_snakemake
 
@@ -315,6 +316,11 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         "privacy.json",
     ):
         assert (bundle / name).is_file(), name
+    # The empirical audit of the embedded mechanisms (correct code): every bound, white-box and
+    # black-box, at or below the epsilon its mechanism claims, and the black-box column filled.
+    audit = pd.read_csv(bundle / "tables/privacy_empirical.csv")
+    assert len(audit) == 5 and audit["epsilon one-run black-box"].notna().all()
+    assert (audit["audit / claimed"] <= 1.0).all(), audit.to_string()
     # Seeded here (tests/workflow/seeded.yaml): every table built on DP runs, and every run's
     # ledger, says that the runs are not private.
     for table in ("vip_dp_runs", "vip_table1", "vip_table5", "dprandp_table1", "dprandp_claims", "mehta_table5"):
@@ -340,7 +346,6 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     # The ViP tables hold real numbers from the runs, beside the paper's. Floors are what the
     # embedded default learns on digits (10 classes, 360 test images: chance 10%), with a
     # margin; measured here: probes 94%, 10-shot fine-tuning 23-31%.
-    import pandas as pd
 
     table1 = pd.read_csv(tmp_path / "results/tables/vip_table1.csv").set_index("model")
     assert table1.at["ViP-LAION", "ImageNet-1K (ours)"] > 80 and table1.at["(Syn)-ViP", "ImageNet-1K (ours)"] > 80
