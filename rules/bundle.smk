@@ -12,6 +12,14 @@ BUNDLE_TABLES = [
     *table_files("dprandp_claims"),
     *[
         path
+        for name in CLAIM_TABLES.values()
+        if name != "dprandp_claims"
+        for path in table_files(name)
+    ],
+    *table_files("claims"),
+    *table_files("coverage"),
+    *[
+        path
         for t in MEHTA_OUTPUTS
         if t in MEHTA_TABLES
         for path in table_files(f"mehta_{t}")
@@ -39,8 +47,9 @@ BUNDLE_FIGURES = [
 
 rule bundle_report:
     input:
-        BUNDLE_TABLES,
-        BUNDLE_FIGURES,
+        tables=BUNDLE_TABLES,
+        figures=BUNDLE_FIGURES,
+        claims=f"{TABLES}/claims.csv",
     output:
         f"{RESULTS}/report/report.html",
     log:
@@ -54,6 +63,7 @@ rule bundle_report:
         config=config,
         snakefile=workflow.main_snakefile,
         workdir=os.getcwd(),
+        intro=workflow_path("report/workflow.rst"),
     script:
         "../workflow_scripts/bundle_report.py"
 
@@ -78,5 +88,6 @@ rule bundle:
         workflow_dir=workflow.basedir,
         benchmarks=BENCHMARKS,
         privacy_sources=PRIVACY_SOURCES,
+        scale=config["scale"],
     script:
         "../workflow_scripts/bundle.py"

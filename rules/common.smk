@@ -173,6 +173,18 @@ except DpvipInputError as err:
 EVALUATIONS = {e.path: e for needs in EVAL_NEEDS.values() for e in needs}
 
 
+def vip_claims_inputs(wildcards=None):
+    """What ViP's claims compare: accuracies and DP losses of runs the tables already train."""
+    tasks = ("linear_probe", "few_shot", "dp_finetune")
+    return {
+        "results": sorted(
+            f"{EVALUATE}/{p}.json" for p, e in EVALUATIONS.items() if e.task in tasks
+        ),
+        "metrics": [f"{dp_run(name)}/metrics.jsonl" for name in DP_RUNS],
+        "privacy": dp_ledgers(DP_RUNS),
+    }
+
+
 COCO_STANDIN = f"{RESULTS}/data/coco_standin"
 
 
@@ -366,8 +378,28 @@ def privacy_sources():
         f"dprandp_{t}": [f"{TRANSFER}/dprandp_probe_{PROBE_TABLES[t]}.json"]
         for t in PROBE_OUTPUTS
     }
+    sources["vip_claims"] = vip_claims_inputs()["privacy"]
+    sources["mehta_claims"] = mehta_claims_studies()
+    sources["claims"] = sorted(
+        {p for name in CLAIM_TABLES.values() for p in sources[name]}
+    )
     return sources
 
+
+def mehta_claims_studies():
+    """The studies Mehta et al.'s claims compare (those this configuration runs)."""
+    wanted = ("table1", "table2", "table4", "table5")
+    return [f"{TRANSFER}/mehta_{t}.json" for t in MEHTA_OUTPUTS if t in wanted]
+
+
+# The papers' claims tables behind the overview: {paper: table}.
+CLAIM_TABLES = {"ViP": "vip_claims", "DP-RandP": "dprandp_claims"}
+if mehta_claims_studies():
+    CLAIM_TABLES = {
+        "ViP": "vip_claims",
+        "Mehta et al.": "mehta_claims",
+        "DP-RandP": "dprandp_claims",
+    }
 
 PRIVACY_SOURCES = privacy_sources()
 

@@ -146,6 +146,92 @@ rule table_vip_result:
         "../workflow_scripts/table_vip_result.py"
 
 
+rule table_vip_claims:
+    input:
+        unpack(vip_claims_inputs),
+    output:
+        report(
+            table_files("vip_claims"),
+            caption="../report/claims.rst",
+            category="Claims",
+        ),
+    log:
+        f"{LOGS}/tables/vip_claims.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/vip_claims.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        plan=EVAL_PLAN,
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/table_vip_claims.py"
+
+
+rule table_mehta_claims:
+    input:
+        studies=mehta_claims_studies(),
+    output:
+        report(
+            table_files("mehta_claims"),
+            caption="../report/claims.rst",
+            category="Claims",
+        ),
+    log:
+        f"{LOGS}/tables/mehta_claims.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/mehta_claims.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/table_mehta_claims.py"
+
+
+rule table_claims:
+    input:
+        [f"{TABLES}/{name}.csv" for name in CLAIM_TABLES.values()],
+    output:
+        report(
+            table_files("claims"),
+            caption="../report/claims_overview.rst",
+            category="Claims",
+        ),
+    log:
+        f"{LOGS}/tables/claims.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/claims.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        papers=list(CLAIM_TABLES),
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/table_claims.py"
+
+
+rule table_coverage:
+    output:
+        report(
+            table_files("coverage"),
+            caption="../report/coverage.rst",
+            category="Claims",
+        ),
+    log:
+        f"{LOGS}/tables/coverage.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/coverage.tsv"
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../workflow_scripts/table_coverage.py"
+
+
 rule table_dprandp:
     input:
         paper_values=DPRANDP_VALUES,

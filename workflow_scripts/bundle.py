@@ -5,8 +5,12 @@ from pathlib import Path
 
 from dpvip.logs import workflow_job
 from dpvip.report.bundle import build_bundle
+from dpvip.report.front_page import bundle_readme
+
+import pandas as pd
 
 with workflow_job(snakemake.log[0]):
+    claims = next(path for path in snakemake.input.tables if Path(path).name == "claims.csv")
     build_bundle(
         Path(snakemake.output[0]).parent,
         {"tables": snakemake.input.tables, "figures": snakemake.input.figures, "report": snakemake.input.report},
@@ -14,4 +18,5 @@ with workflow_job(snakemake.log[0]):
         snakemake.params.workflow_dir,
         snakemake.params.benchmarks,
         snakemake.params.privacy_sources,
+        readme=bundle_readme(pd.read_csv(claims, keep_default_na=False), snakemake.params.scale),
     )

@@ -49,6 +49,10 @@ COMMON_JOBS = {
     "dprandp_phase1": 5,  # the main Phase I, two other synthetic sets, MoCo, a second model
     "table_dprandp": 10,  # DP-RandP Tables 1, 2, 3, 6, 10, 11, 12, 16, 24, 25
     "table_dprandp_claims": 1,
+    "table_vip_claims": 1,
+    "table_mehta_claims": 1,
+    "table_claims": 1,  # the overview of the three papers' claims
+    "table_coverage": 1,
     "figure_dprandp": 3,  # DP-RandP Figures 2, 4 and 6
     "transfer_study": 9,  # Mehta Tables 1-5, Figures 1b, 2; DP-RandP's CIFAR and ImageNet probes
     "table_mehta": 5,
@@ -78,10 +82,10 @@ ALL_JOBS = COMMON_JOBS | {
     "dp_mae": 10,
     "evaluate": 12 + 8 + 2 + 2 + 2,
     "coco_standin": 2,
-    # DP-RandP on digits, epsilon 1 and 8, 2 seeds: DP-RandP, w/o Phase II, Phase II only and
-    # cold (16); at epsilon 1 with seed 0: Table 10's two other Phase I sets (2), MoCo and the
+    # DP-RandP on digits, epsilon 1 and 8, 3 seeds: DP-RandP, w/o Phase II, Phase II only and
+    # cold (24); at epsilon 1 with seed 0: Table 10's two other Phase I sets (2), MoCo and the
     # second model with and without Phase II (4), Table 25's other cold Phase II steps (2)
-    "dprandp_private": 16 + 2 + 4 + 2,
+    "dprandp_private": 24 + 2 + 4 + 2,
     # feature caches on digits, every ViT block pooled to 4 tokens: syn_vip_micro inception
     # at 24, 32, 40 px (4 views, one per epoch) and centre at 16, 24, 32 px; vip_micro
     # inception; the WRN's third-to-last layer, inception and centre
@@ -227,7 +231,8 @@ def test_each_vip_table_alone_asks_only_for_its_own_evaluations(tmp_path, table)
     assert "bundle" not in counts and "figure_vip_evaluations" not in counts
 
 
-DPRANDP_TABLE_RUNS = {"dprandp_table6": (1, 4), "dprandp_table10": (3, 3), "dprandp_claims": (1, 16)}
+# the claims: Figure 2's 24 runs, Table 10's other two Phase I sets and Table 11's MoCo pair
+DPRANDP_TABLE_RUNS = {"dprandp_table6": (1, 6), "dprandp_table10": (3, 3), "dprandp_claims": (4, 28)}
 # {table: (feature caches, studies)}: one table alone computes only the features it reads
 TRANSFER_TABLE_JOBS = {"mehta_table1": (2, 1), "mehta_table5": (1, 1), "dprandp_table23": (1, 1)}
 
@@ -385,13 +390,28 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         and randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["DP-RandP", "epsilon=1 (ours)"]
     )
     assert randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["De et al. [15]", "epsilon=8 (ours)"] + 10
-    # The verdicts on our (seeded) runs: (a) warm beats cold and (d) probing alone saturates
-    # hold; (b), the gap growing as epsilon shrinks, does not at this size (+4.0 at epsilon 1
-    # against +9.6 at 8), nor does (c), Phase II helping (17.4 against 18.6 at epsilon 1). On 2
-    # seeds these verdicts follow the noise draw: with the noise of the seed-derived streams
-    # before the keyed ones, (c) held (the verdicts' statistics are issue 23's).
-    claims = pd.read_csv(tmp_path / "results/tables/dprandp_claims.csv")
-    assert claims["held"].tolist() == [True, False, False, True]
+    # Every claim of the three papers has a verdict; those our runs cannot speak to say why.
+    # The comparisons of DP-RandP and Mehta et al. rest on 3 seeds per group; the clearest of
+    # them hold at this size: zero init against LeCun init (measured +15.6 points) and
+    # epsilon 8 against 0.5 in one full-batch step (+38.3).
+    overview = pd.read_csv(tmp_path / "results/tables/claims.csv", keep_default_na=False)
+    assert set(overview["verdict"]) <= {"held", "not held", "inconclusive", "not tested"} and len(overview) == 28
+    untested = overview[overview["verdict"] == "not tested"]
+    assert list(zip(untested["paper"], untested["claim"].str[:3])) == [
+        ("ViP", "(l)"),
+        ("ViP", "(m)"),
+        ("ViP", "(n)"),
+        ("Mehta et al.", "(e)"),
+        ("Mehta et al.", "(f)"),
+    ]
+    by_claim = overview.set_index([overview["paper"], overview["claim"].str[:3]])
+    assert by_claim.loc[("Mehta et al.", "(c)"), "verdict"] == "held"
+    assert by_claim.loc[("Mehta et al.", "(d)"), "verdict"] == "held"
+    assert by_claim.loc[("DP-RandP", "(a)"), "seeds per group"] == "3 / 3"
+    assert by_claim.loc[("Mehta et al.", "(b)"), "seeds per group"] == "3 / 3"
+    readme = (bundle / "README.md").read_text()
+    assert readme.index("claims of the three papers") < readme.index("numbered tables and figures")
+    assert "71 numbered tables and figures" in readme
 
     again = embedded_default.snakemake("--cores", "2", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.output
@@ -463,10 +483,13 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         "dprandp_phase1": 1,
         "dprandp_private": 1,
         "table_dprandp": 1,
-        # the Mehta head's audit reads mehta_table5.json, which the forced rerun above rewrote
-        # while asking for its table only: the whole DAG brings the audit up to date
+        "table_dprandp_claims": 1,  # Table 10's runs are in the claims
+        # the Mehta head's audit and Mehta's claims read mehta_table5.json, which the forced
+        # rerun above rewrote while asking for its table only: the whole DAG brings them up to date
         "privacy_empirical_audit": 1,
         "table_privacy_empirical": 1,
+        "table_mehta_claims": 1,
+        "table_claims": 1,
         "bundle_report": 1,
         "bundle": 1,
         "all": 1,

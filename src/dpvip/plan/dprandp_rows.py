@@ -151,9 +151,25 @@ def figure_runs(plan: DPRandPPlan, figure: str) -> dict[str, dict]:
     raise KeyError(figure)
 
 
+TABLE10_SERIES = "Table 10 / "  # claim runs of Table 10's synthetic sets: "Table 10 / <column>"
+TABLE11_SERIES = "Table 11 / "  # and of Table 11's Phase I methods: "Table 11 / <row>"
+
+
 def claim_runs(plan: DPRandPPlan) -> dict[str, dict[float, list[PrivateRun]]]:
-    """The runs the `dprandp_claims` table compares, on the main task at its epsilons."""
-    return figure_runs(plan, "figure2")
+    """The runs the `dprandp_claims` table compares: Figure 2's series on the main task at
+    its epsilons; Table 10's synthetic sets and Table 11's Phase I methods at theirs."""
+    series = figure_runs(plan, "figure2")
+    epsilon = float(plan.ablations.get("table10_epsilon", 1))
+    for column, runs in table10_cells(plan).items():
+        series[TABLE10_SERIES + column] = {epsilon: runs}
+    for row in table11_rows(plan):
+        if row.label != COLD_ROW:
+            series[TABLE11_SERIES + row.label] = {_epsilon_of(key): runs for key, runs in row.cells.items()}
+    return series
+
+
+def _epsilon_of(column: str) -> float:
+    return float(column.removeprefix("epsilon="))
 
 
 TABLES = ("table1", "table2", "table3", "table6", "table10", "table11", "table12", "table16", "table24", "table25")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpvip.files import sha256
+from dpvip.report.front_page import README
 from dpvip.report.privacy_statement import STATEMENT_FILES, build_statement, stated_files, write_statement
 from dpvip.report.provenance import provenance
 
@@ -32,11 +33,12 @@ def build_bundle(
     workflow_dir: str | Path,
     benchmarks_dir: str | Path,
     sources: dict[str, list[str | Path]] | None = None,
+    readme: str | None = None,
 ) -> Path:
     """Assemble `bundle`: each section's files copied to `bundle/<section>/`, then
     provenance.json, the privacy statement (from `sources`: {output: the result files it was
-    built from}), then the manifest over everything. An existing bundle is replaced, so the
-    manifest never lists files of an older run."""
+    built from}), the README (`readme`: the claims and coverage first), then the manifest over
+    everything. An existing bundle is replaced, so the manifest never lists files of an older run."""
     bundle = Path(bundle)
     if bundle.exists():
         shutil.rmtree(bundle)
@@ -46,7 +48,8 @@ def build_bundle(
     unique = {str(path) for paths in sources.values() for path in paths}
     read = {path: json.loads(Path(path).read_text()) for path in unique}
     records = {output: [read[str(path)] for path in paths] for output, paths in sources.items()}
-    statement = build_statement([*files, "provenance.json"], records)  # refuses a file without a status first
+    extra = ["provenance.json", *([README] if readme is not None else [])]
+    statement = build_statement([*files, *extra], records)  # refuses a file without a status first
     for section, paths in sections.items():
         target = bundle / section
         target.mkdir(parents=True, exist_ok=True)
@@ -55,6 +58,8 @@ def build_bundle(
     record = provenance(config, workflow_dir, benchmarks_dir)
     (bundle / "provenance.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     write_statement(bundle, statement)
+    if readme is not None:
+        (bundle / README).write_text(readme)
     return write_manifest(bundle)
 
 

@@ -1,136 +1,216 @@
 """DP-RandP's qualitative claims, checked on our runs of the main task (CIFAR-10's).
 
-One row per claim: what we measured (means ± std over seeds), whether it held on our numbers
-(computed from the means; None when our runs cannot tell, e.g. a single ε), and the paper's
-evidence with its numbers.
+One `Claim` per statement: what we measured (means over seeds), the verdict from the
+bootstrap interval of its statistic (`dpvip.report.verdicts`: seeds and test-set noise), and
+the paper's evidence with its numbers. Claims compare the smallest finite epsilon with the
+largest one that has results (epsilon inf counts as the largest).
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
+from dpvip.plan.dprandp_rows import (
+    COLD_ROW,
+    METHOD_LABELS,
+    TABLE10_COLUMNS,
+    TABLE10_SERIES,
+    TABLE11_SERIES,
+    WARM_FULL,
+    WARM_NO_PHASE2,
+    claim_runs,
+)
 from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, epsilon_label
-from dpvip.plan.dprandp_rows import COLD_ROW, WARM_FULL, WARM_NO_PHASE2, claim_runs
-from dpvip.report.dprandp_tables import mean_std, run_values, stand_in_notes
+from dpvip.report.claims import TEST_NOTE, Claim, claims_frame
+from dpvip.report.dprandp_tables import run_values, stand_in_notes
+from dpvip.report.verdicts import Group, judge, not_tested
 
 TITLE = "DP-RandP claims: do the paper's qualitative findings hold on our runs?"
 LINEAR_PROBING = "Phase II only"
-EVIDENCE = {
+STYLEGAN = TABLE10_COLUMNS["stylegan_oriented"]
+# key: (statement, where in the paper, the paper's numbers)
+CLAIMS = {
     "a": (
-        "ε = 1: w/o Phase II (warm, Tab. 6) 69.03 vs Phase III only (cold, De et al., Tab. 1/11) 56.8; "
-        "Fig. 4: warm ahead by 12.5 points at σ = 9.3"
+        "Warm start beats cold start under DP (w/o Phase II > Phase III only, at the smallest finite epsilon)",
+        "Figure 4, Sec. 2",
+        "epsilon 1: w/o Phase II (warm, Tab. 6) 69.03 vs Phase III only (cold, De et al., Tab. 1/11) 56.8; "
+        "Fig. 4: warm ahead by 12.5 points at sigma 9.3",
     ),
     "b": (
-        "Fig. 4: warm ahead by 2.7 points at σ = 0 (ε = ∞) but 12.5 at σ = 9.3 (ε = 1); "
-        "Tab. 6 vs Tab. 11: +12.23 at ε = 1, +4.95 at ε = 8, +2.79 at ε = ∞"
+        "The warm-cold gap grows as epsilon shrinks (gap at the smallest epsilon > gap at the largest)",
+        "Figure 4, Sec. 2",
+        "Fig. 4: warm ahead by 2.7 points at sigma 0 but 12.5 at sigma 9.3; Tab. 6 vs Tab. 11: +12.23 at "
+        "epsilon 1, +4.95 at 8, +2.79 at inf",
     ),
     "c": (
-        "Tab. 24: DP-RandP vs w/o Phase II 72.32 vs 69.03 at ε = 1, 77.25 vs 75.31 at ε = 2, "
-        "81.88 vs 80.56 at ε = 4, 85.26 vs 84.45 at ε = 8"
+        "Phase II + III beats Phase III alone (DP-RandP > w/o Phase II at the smallest epsilon)",
+        "Table 24, Sec. 3.3",
+        "Tab. 24: 72.32 vs 69.03 at epsilon 1, 77.25 vs 75.31 at 2, 81.88 vs 80.56 at 4, 85.26 vs 84.45 at 8",
     ),
     "d": (
-        "Tab. 4 / Sec. 3.3: private linear probing 67.78 at ε = 1, 71.08 at ε = 3, 74.05 without noise; "
-        "DP-RandP (Tab. 1) 72.32 at ε = 1, 79.99 at ε = 3, 91.69 at ε = ∞; Fig. 2: 'diminishing returns'"
+        "Private linear probing saturates as epsilon grows (Phase II only gains less than DP-RandP from the "
+        "smallest to the largest epsilon, and ends behind it)",
+        "Table 4, Figure 2, Sec. 1",
+        "Tab. 4: private linear probing 67.78 at epsilon 1, 71.08 at 3, 74.05 without noise; DP-RandP (Tab. 1) "
+        "72.32, 79.99, 91.69; 'diminishing returns'",
     ),
-}
-CLAIMS = {
-    "a": "(a) Warm start beats cold start under DP (w/o Phase II > Phase III only, at the smallest finite ε)",
-    "b": "(b) The warm-cold gap grows as ε shrinks (gap at the smallest ε > gap at the largest)",
-    "c": "(c) Phase II + III beats Phase III alone (DP-RandP > w/o Phase II at the smallest ε)",
-    "d": (
-        "(d) Private linear probing saturates as ε grows (Phase II only gains less than DP-RandP "
-        "from the smallest to the largest ε, and ends behind it)"
+    "e": (
+        "DP-RandP beats DP-SGD from scratch (De et al.), by more than 15 points at epsilon 1",
+        "Table 1, Sec. 3.2",
+        "Tab. 1: 72.3 vs 56.8 at epsilon 1; ahead at every epsilon in [1, 8]",
+    ),
+    "f": (
+        "Private linear probing on the noise prior alone beats DP-SGD from scratch at the smallest epsilon",
+        "Figure 2, Sec. 1",
+        "Tab. 4: private linear probing 67.78 at epsilon 1 vs De et al. 56.8 (Tab. 1); Fig. 2: ahead of all "
+        "previous work at epsilon 1",
+    ),
+    "g": (
+        "StyleGAN-Oriented images give the best Phase I prior for private linear probing",
+        "Table 10",
+        "Tab. 10 (epsilon 1): StyleGAN-Oriented 53.68, the best of 7 synthetic sets",
+    ),
+    "h": (
+        "Phase II helps whichever contrastive method Phase I uses (DP-RandP > w/o Phase II)",
+        "Table 11, App. D",
+        "Tab. 11 (epsilon 1): MoCo 72.33 vs 69.46; Wang and Isola 72.32 vs 69.03",
     ),
 }
 
 
-def _fmt(stat: tuple[float, float]) -> str:
-    mean, std = stat
-    if math.isnan(mean):
+class _Series:
+    """Groups of our accuracies: {(series, epsilon): runs}, each with its test-set size."""
+
+    def __init__(self, plan: DPRandPPlan, results: dict[str, dict]):
+        self.results = results
+        self.runs = claim_runs(plan)
+
+    def group(self, series: str, epsilon: float) -> Group:
+        runs = self.runs.get(series, {}).get(epsilon, [])
+        sizes = {self.results[r.path].get("data", {}).get("test") for r in runs if r.path in self.results}
+        return Group.of(run_values(runs, self.results), min((n for n in sizes if n), default=None))
+
+    def epsilons(self) -> list[float]:
+        """The epsilons of Figure 2's series that have results (inf last)."""
+        found = {e for s in (WARM_FULL, WARM_NO_PHASE2, LINEAR_PROBING, COLD_ROW) for e in self.runs.get(s, {})}
+        return sorted(e for e in found if any(self.group(s, e).values for s in (WARM_FULL, COLD_ROW)))
+
+
+def _fmt(group: Group) -> str:
+    if not group.values:
         return "—"
-    return f"{mean:.2f}" if math.isnan(std) else f"{mean:.2f} ± {std:.2f}"
+    if len(group.values) == 1:
+        return f"{group.mean:.2f}"
+    std = float(pd.Series(group.values).std())
+    return f"{group.mean:.2f} ± {std:.2f}"
 
 
-def _greater(a: float, b: float) -> bool | None:
-    return None if math.isnan(a) or math.isnan(b) else bool(a > b)
+def _claim(key: str, groups: dict[str, Group], measured: str, statistic) -> Claim:
+    statement, source, evidence = CLAIMS[key]
+    return Claim(key, statement, source, evidence, measured, judge(groups, statistic))
 
 
-def claims_table(
-    plan: DPRandPPlan, results: dict[str, dict], scale: str = "embedded"
-) -> tuple[pd.DataFrame, str, list[str]]:
-    """(frame, title, notes): columns claim, measured, held, paper's evidence."""
-    stats = {
-        name: {e: mean_std(run_values(runs, results)) for e, runs in cells.items()}
-        for name, cells in claim_runs(plan).items()
-    }
-    epsilons = sorted(
-        {e for cells in stats.values() for e, (mean, _) in cells.items() if not math.isnan(mean)}
-    )  # those with results
+def _absent(key: str, reason: str) -> Claim:
+    statement, source, evidence = CLAIMS[key]
+    return Claim(key, statement, source, evidence, "—", not_tested(reason))
+
+
+def _ahead(key: str, ours: _Series, better: str, worse: str, epsilon: float) -> Claim:
+    groups = {"better": ours.group(better, epsilon), "worse": ours.group(worse, epsilon)}
+    measured = f"epsilon {epsilon_label(epsilon)}: {better} {_fmt(groups['better'])} vs {worse} {_fmt(groups['worse'])}"
+    return _claim(key, groups, measured, lambda m: m["better"] - m["worse"])
+
+
+def dprandp_claims(plan: DPRandPPlan, results: dict[str, dict]) -> list[Claim]:
+    ours = _Series(plan, results)
+    epsilons = ours.epsilons()
     finite = [e for e in epsilons if math.isfinite(e)]
+    claims = [_table10_claim(ours), _table11_claim(ours, plan)]
     if not finite:
-        rows = [
-            {"claim": claim, "measured": "no results at a finite ε yet", "held": None, "paper's evidence": EVIDENCE[k]}
-            for k, claim in CLAIMS.items()
-        ]
-        return pd.DataFrame(rows), TITLE, claim_notes(plan, results, scale)
+        reason = "no results at a finite epsilon in this configuration"
+        return sorted(claims + [_absent(k, reason) for k in "abcdef"], key=lambda c: c.key)
     small, large = finite[0], epsilons[-1]
-
-    def at(name: str, epsilon: float) -> tuple[float, float]:
-        return stats[name].get(epsilon, (math.nan, math.nan))
-
-    def gap(epsilon: float) -> float:
-        return at(WARM_NO_PHASE2, epsilon)[0] - at(COLD_ROW, epsilon)[0]
-
-    def gain(name: str) -> float:
-        return at(name, large)[0] - at(name, small)[0]
-
-    s, big = f"ε = {epsilon_label(small)}", f"ε = {epsilon_label(large)}"
-    rows = {
-        "a": (
-            f"{s}: w/o Phase II (warm) {_fmt(at(WARM_NO_PHASE2, small))} "
-            f"vs Phase III only (cold) {_fmt(at(COLD_ROW, small))}: {gap(small):+.2f}",
-            _greater(gap(small), 0.0),
-        ),
-        "b": (
-            f"warm − cold: {'; '.join(f'ε = {epsilon_label(e)}: {gap(e):+.2f}' for e in epsilons)}",
-            _greater(gap(small), gap(large)) if small != large else None,
-        ),
-        "c": (
-            "DP-RandP vs w/o Phase II: "
+    claims += [
+        _ahead("a", ours, WARM_NO_PHASE2, COLD_ROW, small),
+        _ahead("c", ours, WARM_FULL, WARM_NO_PHASE2, small),
+        _ahead("e", ours, WARM_FULL, COLD_ROW, small),
+        _ahead("f", ours, LINEAR_PROBING, COLD_ROW, small),
+    ]
+    if small == large:
+        reason = "a single epsilon in this configuration"
+        return sorted(claims + [_absent("b", reason), _absent("d", reason)], key=lambda c: c.key)
+    gap = {
+        f"{k}_{tag}": ours.group(s, e)
+        for tag, e in (("small", small), ("large", large))
+        for k, s in (("warm", WARM_NO_PHASE2), ("cold", COLD_ROW))
+    }
+    claims.append(
+        _claim(
+            "b",
+            gap,
+            "warm - cold: "
             + "; ".join(
-                f"ε = {epsilon_label(e)}: {_fmt(at(WARM_FULL, e))} vs {_fmt(at(WARM_NO_PHASE2, e))} "
-                f"({at(WARM_FULL, e)[0] - at(WARM_NO_PHASE2, e)[0]:+.2f})"
+                f"epsilon {epsilon_label(e)}: {ours.group(WARM_NO_PHASE2, e).mean - ours.group(COLD_ROW, e).mean:+.2f}"
                 for e in epsilons
             ),
-            _greater(at(WARM_FULL, small)[0], at(WARM_NO_PHASE2, small)[0]),
-        ),
-        "d": (
-            f"{s} → {big}: "
-            + "; ".join(
-                f"{name} {_fmt(at(name, small))} → {_fmt(at(name, large))} ({gain(name):+.2f})"
-                for name in (LINEAR_PROBING, WARM_FULL)
-            ),
-            _both(
-                _greater(gain(WARM_FULL), gain(LINEAR_PROBING)),
-                _greater(at(WARM_FULL, large)[0], at(LINEAR_PROBING, large)[0]),
-            )
-            if small != large
-            else None,
-        ),
-    }
-    frame = pd.DataFrame(
-        [
-            {"claim": CLAIMS[k], "measured": measured, "held": held, "paper's evidence": EVIDENCE[k]}
-            for k, (measured, held) in rows.items()
-        ]
+            lambda m: (m["warm_small"] - m["cold_small"]) - (m["warm_large"] - m["cold_large"]),
+        )
     )
-    return frame, TITLE, claim_notes(plan, results, scale)
+    saturate = {
+        f"{k}_{tag}": ours.group(s, e)
+        for tag, e in (("small", small), ("large", large))
+        for k, s in (("full", WARM_FULL), ("probe", LINEAR_PROBING))
+    }
+    measured = f"epsilon {epsilon_label(small)} -> {epsilon_label(large)}: " + "; ".join(
+        f"{name} {_fmt(saturate[f'{k}_small'])} -> {_fmt(saturate[f'{k}_large'])}"
+        for name, k in ((LINEAR_PROBING, "probe"), (WARM_FULL, "full"))
+    )
+    claims.append(
+        _claim(
+            "d",
+            saturate,
+            measured,
+            # both parts at once: the smaller of (gain gap, final lead) must be positive
+            lambda m: np.minimum(
+                (m["full_large"] - m["full_small"]) - (m["probe_large"] - m["probe_small"]),
+                m["full_large"] - m["probe_large"],
+            ),
+        )
+    )
+    return sorted(claims, key=lambda c: c.key)
 
 
-def _both(first: bool | None, second: bool | None) -> bool | None:
-    return None if first is None or second is None else first and second
+def _table10_claim(ours: _Series) -> Claim:
+    cells = {
+        s.removeprefix(TABLE10_SERIES): e for s, by in ours.runs.items() if s.startswith(TABLE10_SERIES) for e in by
+    }
+    others = [column for column in cells if column != STYLEGAN]
+    if STYLEGAN not in cells or not others:
+        return _absent("g", "Table 10 has no other synthetic set in this configuration")
+    groups = {column: ours.group(TABLE10_SERIES + column, epsilon) for column, epsilon in cells.items()}
+    measured = f"epsilon {epsilon_label(cells[STYLEGAN])}: " + "; ".join(f"{c} {_fmt(g)}" for c, g in groups.items())
+    return _claim("g", groups, measured, lambda m: m[STYLEGAN] - _best(m, others))
+
+
+def _best(means, columns):
+    return np.max(np.stack([np.asarray(means[c], dtype=float) for c in columns]), axis=0)
+
+
+def _table11_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
+    """Claim h on the first Phase I method of the ablations (the main method is claim c)."""
+    methods = [METHOD_LABELS[m] for m in plan.ablations.get("methods", []) if m in METHOD_LABELS]
+    if not methods:
+        return _absent("h", "no other Phase I method in this configuration")
+    full, alone = (f"{TABLE11_SERIES}{methods[0]} / {name}" for name in (WARM_FULL, WARM_NO_PHASE2))
+    return _ahead("h", ours, full, alone, min(ours.runs[full]))
+
+
+def claims_table(plan: DPRandPPlan, results: dict[str, dict], scale: str = "embedded"):
+    """(frame, title, notes) of `dprandp_claims`."""
+    return claims_frame(dprandp_claims(plan, results)), TITLE, claim_notes(plan, results, scale)
 
 
 def claim_notes(plan: DPRandPPlan, results: dict[str, dict], scale: str) -> list[str]:
@@ -138,8 +218,7 @@ def claim_notes(plan: DPRandPPlan, results: dict[str, dict], scale: str) -> list
         f"Scale: {scale}. Our runs of {MAIN_TASK} ({plan.model} from Phase I on our {plan.dataset} images; "
         "cold: random init), test accuracy (%) of the EMA model, mean ± sample std over seeds.",
         *stand_in_notes(results),
-        "'held' compares our means (no significance test); empty when our results cannot tell "
-        "(none at the ε a claim needs, or a single ε); ε without results are left out.",
+        TEST_NOTE,
         "Phase II only is private linear probing for all the steps of the schedule; "
         "the paper's Tab. 4 probes a 4096-d embedding layer with its own hyperparameters (Tab. 22).",
     ]

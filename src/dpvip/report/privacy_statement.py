@@ -48,6 +48,16 @@ STATUSES: list[tuple[str, Status]] = [
     (r"vip_table3", Status(False, "", "model sizes")),
     (r"vip_figure6", Status(False, "", "accounting at the paper's q and sigma")),
     (r"provenance", Status(False, "", "config, code version, packages, hardware, job times")),
+    (r"coverage", Status(False, "", "the papers' numbered tables and figures, and our outputs for them")),
+    (
+        r"vip_claims|claims|README",
+        Status(
+            True,
+            "no",
+            "verdicts from the tables' accuracies (post-processing of DP runs) and from DP training losses on "
+            "private batches without noise (as in ViP Figures 3 and 4)",
+        ),
+    ),
     (
         r"vip_dp_runs",
         Status(
@@ -111,7 +121,7 @@ STATUSES: list[tuple[str, Status]] = [
         ),
     ),
     (
-        r"mehta_(table\d+|figure\w+)",
+        r"mehta_(table\d+|figure\w+|claims)",
         Status(
             True,
             "partly",

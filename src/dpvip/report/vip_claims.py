@@ -1,0 +1,234 @@
+"""ViP's qualitative claims, checked on our runs.
+
+Our numbers come from the evaluation results (accuracy with its test-set size) and from the
+DP-MAE runs' logged training losses. Every comparison is between runs the tables and figures
+already train: a claim whose runs this configuration does not have is `not tested`. There is
+one pre-training run per model (a run per seed would multiply the cost of the whole ViP
+stage), so the intervals carry test-set noise, or, for losses, the spread of the last
+quarter of the logged steps.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dpvip.models import mae_parameters, mae_variant
+from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan
+from dpvip.plan.vip_rows import Backbones, figure5_backbones
+from dpvip.report.claims import TEST_NOTE, Claim, claims_frame
+from dpvip.report.verdicts import Group, judge, not_tested
+
+TITLE = "ViP claims: do the paper's qualitative findings hold on our runs?"
+LOSS_TAIL = 0.25  # the last quarter of a run's logged steps stands for its final loss
+
+# key: (statement, where in the paper, the paper's numbers)
+CLAIMS = {
+    "a": (
+        "DP pre-training on LAION improves (Syn)-ViP's linear probing",
+        "Table 1, Sec. 4.1",
+        "ImageNet-1K probe: ViP-LAION 55.7 vs (Syn)-ViP 49.8; gains on every dataset",
+    ),
+    "b": (
+        "ViP improves on (Syn)-ViP in few-shot fine-tuning, most with the fewest shots",
+        "Table 2, Sec. 4.1",
+        "Aircraft 10-shot 31.62 vs 21.79; CIFAR-100 5-shot 30.73 vs 27.62",
+    ),
+    "c": (
+        "Synthetic pre-training makes DP-MAE training converge faster than random initialisation",
+        "Figure 3b, Sec. 3.2",
+        "the (Syn)-ViP-initialised run's loss stays below the random one's throughout",
+    ),
+    "d": (
+        "Synthetic initialisation gives a better DP model downstream than random initialisation",
+        "Figure 5, Sec. 4.3",
+        "the (Syn)-ViP-init line lies above the random-init line at every size",
+    ),
+    "e": (
+        "Larger models reach a lower DP training loss despite more noise",
+        "Figure 4a, Sec. 4.3",
+        "MAE-Large's loss ends lowest; Small/Base/Large start alike and the larger converge faster",
+    ),
+    "f": ("Larger ViP models are better downstream", "Figure 5, Table 9", "ImageNet-1K probe S 49.6, B 55.7, L 58.0"),
+    "g": (
+        "Synthetic pre-training unlocks model scaling: larger models gain more with it than from random",
+        "Figure 5, Sec. 4.3",
+        "the Large-Nano gap is much smaller on the random-init line",
+    ),
+    "h": (
+        "More pre-training data (less noise at the same epsilon) gives a better model",
+        "Table 10 rows 2-4, Figure 3a",
+        "ImageNet-1K probe 52.6 (2M) -> 53.7 (23M) -> 55.7 (233M)",
+    ),
+    "i": (
+        "A larger batch (same compute, same epsilon) gives a better model",
+        "Table 10 rows 5-7, Figure 4b",
+        "ImageNet-1K probe 43.9 (B 8,192) -> 55.7 (B 98,304)",
+    ),
+    "j": (
+        "A larger privacy budget gives a better ViP",
+        "Table 8",
+        "ImageNet-1K probe 51.4 (eps 2), 53.8 (4), 55.7 (8)",
+    ),
+    "k": (
+        "ViP as initialisation improves DP fine-tuning on ImageNet over (Syn)-ViP",
+        "Table 5",
+        "top-1 ViP 50.3 vs (Syn)-ViP 48.9 (epsilon 8)",
+    ),
+    "l": (
+        "ViP matches or beats non-private SimCLR (ImageNet-1K pre-training) in linear probing",
+        "Table 1, Figure 1, Sec. 1",
+        "Places-365 46.1 vs 46.8; Places-205 48.5 vs 49.3; iNat-2021 38.1 vs 34.8",
+    ),
+    "m": (
+        "(Syn)-ViP alone matches or beats the DP-trained ImageNet models (DP-NFNet, TAN)",
+        "Table 1, Sec. 4.1",
+        "ImageNet-1K probe (Syn)-ViP 49.8 vs TAN 49.0, DP-NFNet 45.3",
+    ),
+    "n": (
+        "ViP beats SimCLR and Mask R-CNN on COCO, slightly behind non-private MAE",
+        "Table 4, Figure 1",
+        "AP box ViP 47.7 vs SimCLR 37.9, Mask R-CNN 39.8, MAE 51.6",
+    ),
+}
+NOT_HERE = {
+    "l": "no SimCLR weights offline: Table 1's SimCLR row is not run here",
+    "m": "DP-NFNet and TAN are not available here (their rows keep the paper's values only)",
+    "n": "no SimCLR, Mask R-CNN or MAE COCO baselines here; our COCO is a generated stand-in",
+}
+# the ablations whose extremes Table 10 and Table 8 compare: (claim, ablation, setting, main's value)
+ABLATION_CLAIMS = (("h", "dataset_size", "examples", math.inf), ("i", "batch_size", "batch_size", None))
+ABLATION_CLAIMS += (("j", "epsilon", "epsilon", 8.0),)
+
+
+class _Runs:
+    """Our numbers by backbone: probe, few-shot and DP fine-tuning accuracies, DP losses."""
+
+    def __init__(self, plan: EvaluationPlan, results: dict[str, dict], losses: dict[str, list[float]]):
+        self.plan, self.results, self.losses = plan, results, losses
+        cells = [(shots, dataset) for dataset, every in plan.shot_datasets.items() for shots in every]
+        self.shots, self.shot_dataset = min(cells) if cells else (None, None)
+
+    def _accuracy(self, evaluation: Evaluation, column: str) -> Group:
+        result = self.results.get(evaluation.path)
+        if result is None:
+            return Group(())
+        return Group.of([result["columns"].get(column)], result.get("data", {}).get("test"))
+
+    def probe(self, backbone: str) -> Group:
+        dataset = next(iter(self.plan.probe_datasets), None)
+        return self._accuracy(Evaluation("linear_probe", backbone, dataset), dataset or "")
+
+    def few_shot(self, backbone: str) -> Group:
+        evaluation = Evaluation("few_shot", backbone, self.shot_dataset, self.shots)
+        return self._accuracy(evaluation, f"{self.shot_dataset} {self.shots}-shot")
+
+    def dp_finetune(self, backbone: str) -> Group:
+        return self._accuracy(Evaluation("dp_finetune", backbone, self.plan.dp_dataset), "Top-1 Accuracy")
+
+    def loss(self, run: str) -> Group:
+        logged = self.losses.get(run, [])
+        return Group.of(logged[-max(1, math.ceil(len(logged) * LOSS_TAIL)) :])
+
+
+def _fmt(group: Group) -> str:
+    return "—" if not group.values else f"{group.mean:.2f}"
+
+
+def _claim(key: str, groups: dict[str, Group], measured: str, statistic=None) -> Claim:
+    statement, source, evidence = CLAIMS[key]
+    verdict = judge(groups, statistic or (lambda means: means["better"] - means["worse"]))
+    return Claim(key, statement, source, evidence, measured, verdict)
+
+
+def _absent(key: str, reason: str = "this configuration has no runs for it") -> Claim:
+    statement, source, evidence = CLAIMS[key]
+    return Claim(key, statement, source, evidence, "—", not_tested(reason))
+
+
+def _versus(key: str, measure, better: str, worse: str, label: str) -> Claim:
+    """`better` beats `worse` on `measure` (an accuracy, or minus a loss)."""
+    groups = {"better": measure(better), "worse": measure(worse)}
+    measured = f"{label}: {better} {_fmt(groups['better'])} vs {worse} {_fmt(groups['worse'])}"
+    return _claim(key, groups, measured)
+
+
+def _lower_loss(key: str, ours: _Runs, lower: str, higher: str) -> Claim:
+    groups = {"better": ours.loss(higher), "worse": ours.loss(lower)}  # the claim: higher - lower > 0
+    measured = f"final DP loss: {lower} {_fmt(groups['worse'])} vs {higher} {_fmt(groups['better'])}"
+    return _claim(key, groups, measured)
+
+
+def _by_size(names: list[str], backbones: Backbones) -> list[str]:
+    return sorted(names, key=lambda name: mae_parameters(mae_variant(backbones.runs[name].model)[0]))
+
+
+def vip_claims(plan: EvaluationPlan, results: dict[str, dict], losses: dict[str, list[float]]) -> list[Claim]:
+    ours, backbones = _Runs(plan, results, losses), plan.backbones
+    syn, vip = backbones.main_syn, backbones.main_vip
+    claims = [
+        _versus("a", ours.probe, vip, syn, "probe"),
+        _versus("b", ours.few_shot, vip, syn, f"{ours.shot_dataset} {ours.shots}-shot"),
+        _versus("k", ours.dp_finetune, vip, syn, "DP fine-tuning top-1"),
+        *(_absent(key, reason) for key, reason in NOT_HERE.items()),
+    ]
+    random_main = next((run.name for run in backbones.of("random_init") if run.model == backbones.anchor), None)
+    if random_main:
+        claims += [_lower_loss("c", ours, vip, random_main), _versus("d", ours.probe, vip, random_main, "probe")]
+    else:
+        claims += [_absent("c"), _absent("d")]
+    lines = figure5_backbones(backbones)
+    synthetic, random = (_by_size(lines[line], backbones) for line in ("(Syn)-ViP init", "random init"))
+    if len(synthetic) >= 2:
+        small, large = synthetic[0], synthetic[-1]
+        claims += [_lower_loss("e", ours, large, small), _versus("f", ours.probe, large, small, "probe")]
+    else:
+        claims += [_absent("e"), _absent("f")]
+    claims.append(_scaling_gap(ours, synthetic, random))
+    claims += [
+        _ablation_claim(key, ablation, setting, main, backbones, ours)
+        for key, ablation, setting, main in ABLATION_CLAIMS
+    ]
+    return sorted(claims, key=lambda claim: claim.key)
+
+
+def _scaling_gap(ours: _Runs, synthetic: list[str], random: list[str]) -> Claim:
+    if len(synthetic) < 2 or len(random) < 2:
+        return _absent("g")
+    names = {"syn_small": synthetic[0], "syn_large": synthetic[-1], "rand_small": random[0], "rand_large": random[-1]}
+    groups = {key: ours.probe(name) for key, name in names.items()}
+    measured = "probe, smallest -> largest: " + "; ".join(
+        f"{line} {names[f'{tag}_small']} {_fmt(groups[f'{tag}_small'])} -> "
+        f"{names[f'{tag}_large']} {_fmt(groups[f'{tag}_large'])}"
+        for line, tag in (("synthetic", "syn"), ("random", "rand"))
+    )
+
+    def gain_gap(m):
+        return (m["syn_large"] - m["syn_small"]) - (m["rand_large"] - m["rand_small"])
+
+    return _claim("g", groups, measured, gain_gap)
+
+
+def _ablation_claim(key: str, ablation: str, setting: str, main_value, backbones: Backbones, ours: _Runs) -> Claim:
+    """The ablation's largest setting against its smallest, the main run among them."""
+    runs = backbones.of(ablation)
+    if not runs:
+        return _absent(key)
+    main = backbones.runs[backbones.main_vip]
+    points = [(run.values.get(setting), run.name) for run in runs]
+    points.append((main.values.get(setting, main_value), main.name))
+    points.sort(key=lambda point: point[0])
+    return _versus(key, ours.probe, points[-1][1], points[0][1], "probe")
+
+
+def vip_claims_table(
+    plan: EvaluationPlan, results: dict[str, dict], losses: dict[str, list[float]], scale: str
+) -> tuple[pd.DataFrame, str, list[str]]:
+    notes = [
+        f"Scale: {scale}. Our runs are the ViP tables' and figures' own (stand-ins as their notes say).",
+        "One pre-training run per model: accuracy intervals carry test-set noise, loss intervals the spread of "
+        f"the last {LOSS_TAIL:.0%} of the logged steps; neither carries the pre-training's seed-to-seed spread.",
+        TEST_NOTE,
+    ]
+    return claims_frame(vip_claims(plan, results, losses)), TITLE, notes

@@ -1,0 +1,110 @@
+"""ViP's claims on constructed results: each claim compares the runs it names (the main
+ViP against (Syn)-ViP, the ablations' extremes, the sizes of Figure 5) and reads a clear
+result as held or not held; claims whose runs a configuration lacks are not tested."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan
+from dpvip.plan.vip_rows import Backbones
+from dpvip.plan.vip_runs import expand_runs
+from dpvip.report.vip_claims import CLAIMS, vip_claims, vip_claims_table
+
+SETTINGS = {"image_size": 32, "patch_size": 4, "steps": 24, "batch_size": 256, "warmup_steps": 4}
+ABLATIONS = {
+    "dataset_size": [1024],
+    "random_init": ["micro", "pico"],
+    "model_size": ["pico"],
+    "batch_size": [64],
+    "epsilon": [{"epsilon": 2.0, "steps": 6}],
+}
+SECTION = {
+    "image_size": 32,
+    "datasets": {"ImageNet-1K": {"source": "digits"}, "CIFAR-100": {"source": "digits"}},
+    "linear_probe": {"datasets": ["ImageNet-1K"]},
+    "few_shot": {"datasets": {"CIFAR-100": [10, 30]}},
+    "dp_finetune": {"dataset": "ImageNet-1K"},
+}
+TEST = 100_000  # test images per result: constructed gaps are far outside the noise
+
+
+def plan(ablations=ABLATIONS) -> EvaluationPlan:
+    section = {"dataset": "laion", "models": ["micro"], "settings": SETTINGS, "ablations": ablations}
+    runs = expand_runs(section, ["micro", "pico"], 4096)
+    return EvaluationPlan(SECTION, Backbones(["micro", "pico"], runs, "micro"))
+
+
+def results(accuracy) -> dict[str, dict]:
+    """A result per evaluation the claims read, its accuracy `accuracy(backbone)`."""
+    found = {}
+    for backbone in ["syn_vip_micro", *plan().backbones.runs]:
+        for evaluation, column in (
+            (Evaluation("linear_probe", backbone, "ImageNet-1K"), "ImageNet-1K"),
+            (Evaluation("few_shot", backbone, "CIFAR-100", 10), "CIFAR-100 10-shot"),
+            (Evaluation("dp_finetune", backbone, "ImageNet-1K"), "Top-1 Accuracy"),
+        ):
+            found[evaluation.path] = {"columns": {column: accuracy(backbone)}, "data": {"test": TEST}}
+    return found
+
+
+def paper_like(backbone: str) -> float:
+    """ViP above (Syn)-ViP; synthetic init above random, and gaining more with size; more
+    data, a larger batch and a larger epsilon better."""
+    return {
+        "syn_vip_micro": 50.0,
+        "vip_micro": 56.0,
+        "vip_pico": 52.0,
+        "vip_micro_random": 45.0,
+        "vip_pico_random": 44.0,
+        "vip_micro_n1024": 53.0,
+        "vip_micro_b64": 51.0,
+        "vip_micro_eps2": 51.5,
+    }[backbone]
+
+
+LOSSES = {  # the main run lowest; random init highest; the larger model lower
+    "vip_micro": [0.70, 0.62, 0.60, 0.59],
+    "vip_pico": [0.75, 0.70, 0.68, 0.67],
+    "vip_micro_random": [1.2, 1.1, 1.07, 1.06],
+    "vip_pico_random": [1.3, 1.2, 1.19, 1.18],
+}
+
+
+def verdicts(accuracy, losses=LOSSES, evaluation_plan=None):
+    found = vip_claims(evaluation_plan or plan(), results(accuracy), losses)
+    return {claim.key: claim.verdict.verdict for claim in found}, {claim.key: claim for claim in found}
+
+
+def test_every_claim_holds_on_the_papers_pattern():
+    found, claims = verdicts(paper_like)
+    assert found == dict.fromkeys("abcdefghijk", "held") | dict.fromkeys("lmn", "not tested")
+    assert claims["a"].measured == "probe: vip_micro 56.00 vs syn_vip_micro 50.00"
+    assert claims["b"].measured.startswith("CIFAR-100 10-shot:")  # the fewest shots
+    assert claims["h"].measured == "probe: vip_micro 56.00 vs vip_micro_n1024 53.00"  # all data vs 1,024
+    assert claims["i"].measured == "probe: vip_micro 56.00 vs vip_micro_b64 51.00"  # B 256 vs 64
+    assert claims["j"].measured == "probe: vip_micro 56.00 vs vip_micro_eps2 51.50"  # epsilon 8 vs 2
+    assert claims["g"].verdict.estimate == pytest.approx((56 - 52) - (45 - 44))
+    assert claims["c"].measured.startswith("final DP loss: vip_micro 0.59 vs vip_micro_random 1.06")
+
+
+def test_every_claim_fails_when_the_numbers_flip():
+    def flipped(backbone: str) -> float:
+        return 100.0 - paper_like(backbone)
+
+    reversed_losses = {run: [2.0 - loss for loss in losses] for run, losses in LOSSES.items()}
+    found, _ = verdicts(flipped, reversed_losses)
+    assert found == dict.fromkeys("abcdefghijk", "not held") | dict.fromkeys("lmn", "not tested")
+
+
+def test_claims_without_their_runs_are_not_tested():
+    found, claims = verdicts(paper_like, {}, plan({"dataset_size": [1024]}))
+    assert found["h"] == "held"
+    assert {found[k] for k in "cdefgij"} == {"not tested"}
+    assert "no result" in claims["c"].verdict.reason or "no runs" in claims["d"].verdict.reason
+
+
+def test_the_table_says_how_to_read_it():
+    frame, title, notes = vip_claims_table(plan(), results(paper_like), LOSSES, "embedded")
+    assert len(frame) == len(CLAIMS) and list(frame["verdict"][:2]) == ["held", "held"]
+    assert "ViP claims" in title and any("test-set noise" in note for note in notes)
