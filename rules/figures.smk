@@ -135,6 +135,9 @@ rule figure_vip_dp_loss:
         ENV
     params:
         runs=lambda wildcards: DP_FIGURES[wildcards.figure],
+        # the legend says what the curves ran on: the scale and the private data's source
+        data=f"{config['scale']}; private data {DP['dataset']}: "
+        f"{config['data'][DP['dataset']].get('source', 'configured')}",
     script:
         "../workflow_scripts/figure_vip_dp_loss.py"
 
@@ -162,6 +165,7 @@ rule figure_vip_evaluations:
     params:
         plan=EVAL_PLAN,
         shapes=mae_shapes(),
+        scale=config["scale"],
     script:
         "../workflow_scripts/figure_vip_evaluations.py"
 

@@ -13,11 +13,14 @@ from dpvip.report.vip_tables import ours_by_backbone
 
 with workflow_job(snakemake.log[0]):
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
-    ours = ours_by_backbone([json.loads(Path(path).read_text()) for path in snakemake.input.results])
+    results = [json.loads(Path(path).read_text()) for path in snakemake.input.results]
+    ours = ours_by_backbone(results)
     plan = snakemake.params.plan
+    stand_ins = sorted({r.get("data", {}).get("stand_in") for r in results} - {None})
+    ours_on = ", ".join([*stand_ins, snakemake.params.scale])  # what our bars and lines ran on
     if snakemake.wildcards.figure == "vip_figure1":
         largest, main = plan.largest_vip(), plan.backbones.main_vip
-        figure = figure1(values, ours.get(largest, {}), ours.get(main, {}), largest, main)
+        figure = figure1(values, ours.get(largest, {}), ours.get(main, {}), largest, main, ours_on)
     else:
         shapes = snakemake.params.shapes
         lines = {
@@ -30,5 +33,5 @@ with workflow_job(snakemake.log[0]):
             for m in plan.figure5_metrics()
             if m in table9.columns
         }
-        figure = figure5(lines, plan.figure5_metrics(), paper)
+        figure = figure5(lines, plan.figure5_metrics(), paper, ours_on)
     save_figure(figure, snakemake.output[0])

@@ -8,6 +8,7 @@ from dpvip.report.paper_values import load_paper_values
 from dpvip.report.privacy_notes import randomness_notes
 from dpvip.report.tables import write_table
 from dpvip.plan.vip_rows import table_rows
+from dpvip.report.vip_readings import label_random_baselines, reading_notes
 from dpvip.report.vip_tables import TITLES, ours_by_backbone, run_facts, stand_in_notes, vip_table
 
 with workflow_job(snakemake.log[0]):
@@ -26,5 +27,6 @@ with workflow_job(snakemake.log[0]):
     ours = ours_by_backbone(results)
     for backbone, facts in run_facts(backbones.runs, privacy, parameters).items():
         ours.setdefault(backbone, {}).update(facts)
-    notes = stand_in_notes(results, snakemake.params.scale) + randomness_notes([results, privacy])
-    write_table(vip_table(table, values, rows, ours), snakemake.output[0], TITLES[table], notes)
+    frame = label_random_baselines(vip_table(table, values, rows, ours), results)
+    notes = stand_in_notes(results, snakemake.params.scale) + reading_notes(results, snakemake.params.columns)
+    write_table(frame, snakemake.output[0], TITLES[table], notes + randomness_notes([results, privacy]))

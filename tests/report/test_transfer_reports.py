@@ -5,7 +5,6 @@ sigmas composed."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import matplotlib

@@ -13,6 +13,7 @@ import math
 import pandas as pd
 
 from dpvip.report.paper_values import paper_table
+from dpvip.report.vip_readings import in_paper_units
 from dpvip.plan.vip_rows import Row
 from dpvip.plan.vip_runs import DPRun
 
@@ -31,10 +32,11 @@ TITLES = {
 
 
 def ours_by_backbone(results: list[dict]) -> dict[str, dict[str, float]]:
-    """{backbone: {column: value}} merged over the evaluation results."""
+    """{backbone: {column: value}} merged over the evaluation results, in the paper's units."""
     merged: dict[str, dict[str, float]] = {}
     for result in results:
-        merged.setdefault(result["evaluation"]["backbone"], {}).update(result["columns"])
+        columns = {column: in_paper_units(column, value) for column, value in result["columns"].items()}
+        merged.setdefault(result["evaluation"]["backbone"], {}).update(columns)
     return merged
 
 

@@ -1,0 +1,103 @@
+"""What a reader needs to read the ViP tables right: units, chance levels, rows filled by
+something other than what their label names, and results that say nothing (constant
+predictions, accuracy at chance). Everything is read from the evaluation results."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+AP_COLUMNS = ("COCO AP box", "COCO AP mask")  # pycocotools gives AP in [0, 1]; the papers print points
+# Classes of the papers' datasets and of our stand-ins, for chance levels.
+CLASSES = {
+    "ImageNet-1K": 1000,
+    "Places-365": 365,
+    "Places-205": 205,
+    "iNat-2021": 10_000,
+    "Aircraft": 100,
+    "Caltech-101": 101,
+    "CIFAR-100": 100,
+    "scikit-learn digits": 10,
+}
+AT_CHANCE = 1.0  # points above chance within which an accuracy says nothing
+
+
+def in_paper_units(column: str, value: float) -> float:
+    """COCO AP as the paper prints it (points, 0-100); other columns are already %."""
+    return value * 100 if column in AP_COLUMNS and value is not None else value
+
+
+def chance(result: dict) -> float | None:
+    """The chance accuracy (%) of a classification result: 1 / classes of the data it ran on."""
+    data, evaluation = result.get("data", {}), result["evaluation"]
+    classes = CLASSES.get(data.get("stand_in", "")) or CLASSES.get(evaluation.get("dataset") or "")
+    return 100.0 / classes if classes else None
+
+
+def random_baselines(results: list[dict]) -> dict[str, str]:
+    """{backbone: arch} of the CNN baselines trained from random initialisation."""
+    return {
+        r["evaluation"]["backbone"]: r["grid"].get("arch", "CNN")
+        for r in results
+        if r.get("grid", {}).get("init") == "random"
+    }
+
+
+def label_random_baselines(frame: pd.DataFrame, results: list[dict]) -> pd.DataFrame:
+    """'our run' says it when a row's network was not pre-trained (SimCLR's row, offline)."""
+    random = random_baselines(results)
+    frame = frame.copy()
+    frame["our run"] = [
+        f"{run} (random init: not {model})" if run in random else run
+        for run, model in zip(frame["our run"], frame["model"])
+    ]
+    return frame
+
+
+def reading_notes(results: list[dict], columns: list[str]) -> list[str]:
+    """Units, chance levels, random-init baselines and degenerate results of one table."""
+    notes = []
+    if any(c in AP_COLUMNS for c in columns):
+        notes.append("Units: COCO AP in points (0-100) as the paper prints it (ours: pycocotools' AP x 100).")
+    if "ADE20K mIoU" in columns:
+        notes.append("Units: ADE20K mIoU in %.")
+    if "# pre-train samples" in columns:
+        notes.append("Units: '# pre-train samples' in millions, as the paper prints it.")
+    levels = {}
+    for result in results:
+        level, dataset = chance(result), result["evaluation"].get("dataset")
+        if level is not None and dataset and set(result["columns"]) & set(columns):
+            levels[dataset] = f"{dataset} {level:g}% ({result.get('data', {}).get('stand_in') or dataset})"
+    if levels:
+        notes.append("Chance level (1 / classes): " + "; ".join(sorted(levels.values())) + ".")
+    for backbone, arch in sorted(random_baselines(results).items()):
+        notes.append(
+            f"{backbone} is a {arch} from random initialisation, in the row of a pre-trained baseline whose "
+            "weights are not available offline: it is not that model."
+        )
+    notes += _degenerate(results, columns)
+    return notes
+
+
+def _degenerate(results: list[dict], columns: list[str]) -> list[str]:
+    found = []
+    for result in results:
+        evaluation, backbone = result["evaluation"], result["evaluation"]["backbone"]
+        per_class = result.get("scores", {}).get("per_class")
+        if per_class and "ADE20K mIoU" in columns and all(iou == 0 for iou in per_class[1:]):
+            found.append(
+                f"Degenerate: {backbone}'s segmentation predicts the background only (IoU 0 on every object "
+                f"class); its mIoU {result['columns'].get('ADE20K mIoU', math.nan):.2f} is the background's IoU "
+                f"over {len(per_class)} classes."
+            )
+        level = chance(result)
+        for column, value in result["columns"].items():
+            if level is None or column not in columns or column in ("epsilon", "delta") or value is None:
+                continue
+            if value <= level + AT_CHANCE:
+                found.append(
+                    f"At chance: {backbone}'s {column} is {value:.2f}% against a chance level of {level:g}% "
+                    f"({evaluation['task']}): it has learned nothing measurable."
+                )
+    return found

@@ -1,0 +1,66 @@
+"""Reading the ViP tables right: COCO AP in points, chance levels stated, a random-init
+baseline labelled as such, degenerate results (background-only segmentation, accuracy at
+chance) flagged, and nothing flagged on a result that learned something."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dpvip.report.vip_readings import in_paper_units, label_random_baselines, reading_notes
+from dpvip.report.vip_tables import ours_by_backbone
+
+DIGITS = {"stand_in": "scikit-learn digits", "train": 1437, "test": 360}
+
+
+def result(task, backbone, columns, dataset=None, **extra):
+    return {"evaluation": {"task": task, "backbone": backbone, "dataset": dataset}, "columns": columns} | extra
+
+
+def test_coco_ap_is_reported_in_points():
+    coco = result("coco", "vip_micro", {"COCO AP box": 0.0586, "COCO AP mask": 0.0401})
+    assert ours_by_backbone([coco])["vip_micro"] == {"COCO AP box": pytest.approx(5.86), "COCO AP mask": 4.01}
+    assert in_paper_units("ImageNet-1K", 95.0) == 95.0
+    notes = reading_notes([coco], ["COCO AP box", "COCO AP mask", "ADE20K mIoU"])
+    assert any("COCO AP in points (0-100)" in n for n in notes) and any("mIoU in %" in n for n in notes)
+
+
+def test_chance_levels_and_results_at_chance():
+    probe = result("linear_probe", "vip_micro", {"ImageNet-1K": 95.3}, "ImageNet-1K", data=DIGITS)
+    finetune = result("dp_finetune", "vip_micro", {"Top-1 Accuracy": 10.0, "epsilon": 7.9}, "ImageNet-1K", data=DIGITS)
+    notes = reading_notes([probe, finetune], ["ImageNet-1K", "Top-1 Accuracy", "epsilon"])
+    assert "Chance level (1 / classes): ImageNet-1K 10% (scikit-learn digits)." in notes
+    at_chance = [n for n in notes if n.startswith("At chance")]
+    assert at_chance == [
+        "At chance: vip_micro's Top-1 Accuracy is 10.00% against a chance level of 10% (dp_finetune): "
+        "it has learned nothing measurable."
+    ]  # the probe's 95.3 is not flagged, nor is epsilon
+
+
+def test_real_data_takes_the_papers_class_count():
+    probe = result("linear_probe", "vip_base", {"ImageNet-1K": 0.09}, "ImageNet-1K", data={"train": 10, "test": 5})
+    notes = reading_notes([probe], ["ImageNet-1K"])
+    assert "Chance level (1 / classes): ImageNet-1K 0.1% (ImageNet-1K)." in notes
+    assert any(n.startswith("At chance: vip_base's ImageNet-1K is 0.09%") for n in notes)
+
+
+def test_background_only_segmentation_is_flagged():
+    ade = result("ade20k", "vip_micro", {"ADE20K mIoU": 21.38}, scores={"per_class": [85.5, 0.0, 0.0, 0.0]}, data={})
+    learned = result("ade20k", "syn_vip_micro", {"ADE20K mIoU": 35.0}, scores={"per_class": [85.5, 30.0, 0, 24.5]})
+    notes = reading_notes([ade, learned], ["ADE20K mIoU"])
+    degenerate = [n for n in notes if n.startswith("Degenerate")]
+    assert len(degenerate) == 1 and "vip_micro's segmentation predicts the background only" in degenerate[0]
+
+
+def test_a_random_init_baseline_says_it_is_not_the_model_of_its_row():
+    resnet = result(
+        "few_shot",
+        "cnn_resnet50",
+        {"CIFAR-100 10-shot": 34.4},
+        "CIFAR-100",
+        grid={"init": "random", "arch": "resnet50"},
+    )
+    frame = pd.DataFrame({"model": ["SimCLR", "ViP"], "our run": ["cnn_resnet50", "vip_micro"]})
+    labelled = label_random_baselines(frame, [resnet])
+    assert list(labelled["our run"]) == ["cnn_resnet50 (random init: not SimCLR)", "vip_micro"]
+    assert any("cnn_resnet50 is a resnet50 from random initialisation" in n for n in reading_notes([resnet], []))
