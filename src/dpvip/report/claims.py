@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from dpvip.report.coverage import PAPERS
-from dpvip.report.verdicts import CONFIDENCE, RESAMPLES, VERDICTS, Verdict
+from dpvip.report.verdicts import CONFIDENCE, RESAMPLES, VERDICTS, Group, Verdict, judge, not_tested
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,25 @@ class Claim:
     paper_evidence: str
     measured: str
     verdict: Verdict
+
+
+def difference(means):
+    """The statistic of "better beats worse"."""
+    return means["better"] - means["worse"]
+
+
+class Catalogue:
+    """A paper's claims, {key: (statement, where in the paper, the paper's numbers)}, judged
+    on our groups or marked not tested."""
+
+    def __init__(self, claims: dict[str, tuple[str, str, str]]):
+        self.claims = claims
+
+    def judged(self, key: str, groups: dict[str, Group], measured: str, statistic=difference) -> Claim:
+        return Claim(key, *self.claims[key], measured, judge(groups, statistic))
+
+    def untested(self, key: str, reason: str) -> Claim:
+        return Claim(key, *self.claims[key], "—", not_tested(reason))
 
 
 def claims_frame(claims: list[Claim]) -> pd.DataFrame:

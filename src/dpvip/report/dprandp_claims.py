@@ -24,9 +24,9 @@ from dpvip.plan.dprandp_rows import (
     claim_runs,
 )
 from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, epsilon_label
-from dpvip.report.claims import TEST_NOTE, Claim, claims_frame
+from dpvip.report.claims import TEST_NOTE, Catalogue, Claim, claims_frame
 from dpvip.report.dprandp_tables import run_values, stand_in_notes
-from dpvip.report.verdicts import Group, judge, not_tested
+from dpvip.report.verdicts import Group
 
 TITLE = "DP-RandP claims: do the paper's qualitative findings hold on our runs?"
 LINEAR_PROBING = "Phase II only"
@@ -108,20 +108,14 @@ def _fmt(group: Group) -> str:
     return f"{group.mean:.2f} ± {std:.2f}"
 
 
-def _claim(key: str, groups: dict[str, Group], measured: str, statistic) -> Claim:
-    statement, source, evidence = CLAIMS[key]
-    return Claim(key, statement, source, evidence, measured, judge(groups, statistic))
-
-
-def _absent(key: str, reason: str) -> Claim:
-    statement, source, evidence = CLAIMS[key]
-    return Claim(key, statement, source, evidence, "—", not_tested(reason))
+CATALOGUE = Catalogue(CLAIMS)
+_claim, _absent = CATALOGUE.judged, CATALOGUE.untested
 
 
 def _ahead(key: str, ours: _Series, better: str, worse: str, epsilon: float) -> Claim:
     groups = {"better": ours.group(better, epsilon), "worse": ours.group(worse, epsilon)}
     measured = f"epsilon {epsilon_label(epsilon)}: {better} {_fmt(groups['better'])} vs {worse} {_fmt(groups['worse'])}"
-    return _claim(key, groups, measured, lambda m: m["better"] - m["worse"])
+    return _claim(key, groups, measured)
 
 
 def dprandp_claims(plan: DPRandPPlan, results: dict[str, dict]) -> list[Claim]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dpvip.report.claims import TEST_NOTE, Claim, claims_frame
+from dpvip.report.claims import TEST_NOTE, Catalogue, Claim, claims_frame
 from dpvip.report.transfer_cells import study_cells
-from dpvip.report.verdicts import Group, both, judge, not_tested
+from dpvip.report.verdicts import Group, both
 
 TITLE = "Mehta et al. claims: do the paper's qualitative findings hold on our runs?"
 PRIVATE, LARGEST, SMALLEST = "With privacy / batch=2^{}", 20, 17
@@ -75,19 +75,12 @@ def _fmt(group: Group) -> str:
     return "—" if not group.values else f"{group.mean:.2f} ({len(group.values)} seeds)"
 
 
-def _claim(key: str, groups: dict[str, Group], measured: str, statistic=None) -> Claim:
-    statement, source, evidence = CLAIMS[key]
-    verdict = judge(groups, statistic or (lambda m: m["better"] - m["worse"]))
-    return Claim(key, statement, source, evidence, measured, verdict)
-
-
-def _absent(key: str, reason: str) -> Claim:
-    statement, source, evidence = CLAIMS[key]
-    return Claim(key, statement, source, evidence, "—", not_tested(reason))
+CATALOGUE = Catalogue(CLAIMS)
+_absent = CATALOGUE.untested
 
 
 def _versus(key: str, better: Group, worse: Group, label: str) -> Claim:
-    return _claim(key, {"better": better, "worse": worse}, f"{label}: {_fmt(better)} vs {_fmt(worse)}")
+    return CATALOGUE.judged(key, {"better": better, "worse": worse}, f"{label}: {_fmt(better)} vs {_fmt(worse)}")
 
 
 def mehta_claims(studies: dict[str, dict]) -> list[Claim]:

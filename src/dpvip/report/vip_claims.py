@@ -17,8 +17,8 @@ import pandas as pd
 from dpvip.models import mae_parameters, mae_variant
 from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan
 from dpvip.plan.vip_rows import Backbones, figure5_backbones
-from dpvip.report.claims import TEST_NOTE, Claim, claims_frame
-from dpvip.report.verdicts import Group, judge, not_tested
+from dpvip.report.claims import TEST_NOTE, Catalogue, Claim, claims_frame
+from dpvip.report.verdicts import Group
 
 TITLE = "ViP claims: do the paper's qualitative findings hold on our runs?"
 LOSS_TAIL = 0.25  # the last quarter of a run's logged steps stands for its final loss
@@ -136,15 +136,12 @@ def _fmt(group: Group) -> str:
     return "—" if not group.values else f"{group.mean:.2f}"
 
 
-def _claim(key: str, groups: dict[str, Group], measured: str, statistic=None) -> Claim:
-    statement, source, evidence = CLAIMS[key]
-    verdict = judge(groups, statistic or (lambda means: means["better"] - means["worse"]))
-    return Claim(key, statement, source, evidence, measured, verdict)
+CATALOGUE = Catalogue(CLAIMS)
+_claim = CATALOGUE.judged
 
 
 def _absent(key: str, reason: str = "this configuration has no runs for it") -> Claim:
-    statement, source, evidence = CLAIMS[key]
-    return Claim(key, statement, source, evidence, "—", not_tested(reason))
+    return CATALOGUE.untested(key, reason)
 
 
 def _versus(key: str, measure, better: str, worse: str, label: str) -> Claim:
