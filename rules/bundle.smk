@@ -10,6 +10,8 @@ BUNDLE_TABLES = [
     *[path for table in VIP_TABLES for path in table_files(table)],
     *[path for t in DPRANDP_TABLES for path in table_files(f"dprandp_{t}")],
     *table_files("dprandp_claims"),
+    *table_files("dprandp_table8"),
+    *table_files("dprandp_table9"),
     *[
         path
         for name in CLAIM_TABLES.values()
@@ -25,6 +27,7 @@ BUNDLE_TABLES = [
         for path in table_files(f"mehta_{t}")
     ],
     *[path for t in PROBE_OUTPUTS for path in table_files(f"dprandp_{t}")],
+    *[path for name in mehta_appendix_tables() for path in table_files(name)],
 ]
 BUNDLE_FIGURES = [
     *figure_files("vip_figure6"),

@@ -302,10 +302,12 @@ def dprandp_results(name):
 # DP transfer: feature caches and the linear-head studies of Mehta et al. and DP-RandP.
 from dpvip.plan.transfer import MEHTA_FIGURES, MEHTA_TABLES, PROBE_TABLES, STUDIES
 from dpvip.plan.transfer import TransferPlan
+from dpvip.plan.transfer import MEHTA_HYPERPARAMETER_TABLES, MEHTA_THROUGHPUT_STUDY
 
 TRANSFER = f"{RESULTS}/dp_transfer"
 TRANSFER_CONFIG = config["dp_transfer"]
 MEHTA_VALUES = workflow_path(f"{config['paper_values']}/mehta.csv")
+MEHTA_SETTINGS = workflow_path(f"{config['paper_values']}/mehta_settings.yaml")
 try:
     TRANSFER_PLAN = TransferPlan(TRANSFER_CONFIG, config["privacy"])
     FEATURE_SETS = TRANSFER_PLAN.feature_sets()
@@ -321,6 +323,48 @@ PROBE_OUTPUTS = [
     for table, task in PROBE_TABLES.items()
     if f"dprandp_probe_{task}" in TRANSFER_STUDIES
 ]
+
+
+# DP-RandP Tables 8 and 9 (computational cost): Phase I metrics, feature-cache job times, runs.
+from dpvip.plan.dprandp_rows import COST_TABLES as DPRANDP_COST_TABLES
+
+DPRANDP_PROBE_STUDY = "dprandp_probe_cifar"  # Tables 8 and 9 time the CIFAR-10 probe
+
+
+def dprandp_cost_phase1(table):
+    """The Phase I runs whose metrics Table 8 times (all of them: ours beside the paper's one)."""
+    return list(RANDP_PHASE1) if table == "table8" else []
+
+
+def dprandp_cost_features(table):
+    """The feature caches of the CIFAR-10 probe, whose job wall times Table 8 reads."""
+    if table != "table8" or DPRANDP_PROBE_STUDY not in TRANSFER_STUDIES:
+        return []
+    return [f.path for f in TRANSFER_PLAN.study_features(DPRANDP_PROBE_STUDY)]
+
+
+def dprandp_cost_inputs(wildcards):
+    """What a DP-RandP cost table reads: Phase I metrics and the probe's feature-cache
+    benchmarks (Table 8), the private runs (Table 9), the probe study (both, when configured).
+    A benchmark file is a product of its rule, so it can be an input."""
+    table = wildcards.table
+    return {
+        "paper_values": DPRANDP_VALUES,
+        "phase1": [
+            f"{DPRANDP}/phase1/{name}/metrics.jsonl"
+            for name in dprandp_cost_phase1(table)
+        ],
+        "features": [
+            f"{BENCHMARKS}/dp_transfer/features/{path}.tsv"
+            for path in dprandp_cost_features(table)
+        ],
+        "probe": (
+            [f"{TRANSFER}/{DPRANDP_PROBE_STUDY}.json"]
+            if DPRANDP_PROBE_STUDY in TRANSFER_STUDIES
+            else []
+        ),
+        "results": dprandp_results(table)[1],
+    }
 
 
 def transfer_checkpoint(backbone):
@@ -371,19 +415,35 @@ def privacy_sources():
     for figure in ("vip_figure1", "vip_figure5"):
         backbones = sorted({e.backbone for e in EVAL_NEEDS[figure]})
         sources[figure] = evaluation_files(figure) + dp_ledgers(backbones)
-    for name in (*DPRANDP_TABLES, *DPRANDP_FIGURES, "claims"):
+    for name in (*DPRANDP_TABLES, *DPRANDP_FIGURES, *DPRANDP_COST_TABLES, "claims"):
         sources[f"dprandp_{name}"] = dprandp_results(name)[1]
     sources |= {f"mehta_{t}": [f"{TRANSFER}/mehta_{t}.json"] for t in MEHTA_OUTPUTS}
     sources |= {
         f"dprandp_{t}": [f"{TRANSFER}/dprandp_probe_{PROBE_TABLES[t]}.json"]
         for t in PROBE_OUTPUTS
     }
+    sources |= {t: studies for t, studies in mehta_appendix_tables().items()}
     sources["vip_claims"] = vip_claims_inputs()["privacy"]
     sources["mehta_claims"] = mehta_claims_studies()
     sources["claims"] = sorted(
         {p for name in CLAIM_TABLES.values() for p in sources[name]}
     )
     return sources
+
+
+def mehta_appendix_tables():
+    """{Mehta et al.'s Tables 6-10 this configuration builds: the study results each reads}
+    (6 and 9 read none; all belong to the Mehta stage, so none without it)."""
+    if not MEHTA_OUTPUTS:
+        return {}
+    tables = {
+        f"mehta_{t}": [f"{TRANSFER}/mehta_{study}.json"] if study else []
+        for t, study in MEHTA_HYPERPARAMETER_TABLES.items()
+        if study is None or study in MEHTA_OUTPUTS
+    }
+    if MEHTA_THROUGHPUT_STUDY in MEHTA_OUTPUTS:
+        tables["mehta_table10"] = [f"{TRANSFER}/mehta_{MEHTA_THROUGHPUT_STUDY}.json"]
+    return tables
 
 
 def mehta_claims_studies():

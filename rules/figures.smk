@@ -200,6 +200,7 @@ rule figure_dprandp:
 
 rule figure_mehta:
     input:
+        paper_values=MEHTA_VALUES,
         results=f"{TRANSFER}/mehta_{{figure}}.json",
     output:
         report(

@@ -169,6 +169,64 @@ rule table_vip_claims:
         "../workflow_scripts/table_vip_claims.py"
 
 
+rule table_mehta_hyperparameters:
+    input:
+        paper_values=MEHTA_VALUES,
+        paper_settings=MEHTA_SETTINGS,
+        studies=lambda wildcards: [
+            f"{TRANSFER}/mehta_{study}.json"
+            for study in [MEHTA_HYPERPARAMETER_TABLES[wildcards.table]]
+            if study
+        ],
+    output:
+        report(
+            table_files("mehta_{table}"),
+            caption="../report/mehta_hyperparameters.rst",
+            category="Tables",
+            subcategory="Mehta et al.",
+        ),
+    log:
+        f"{LOGS}/tables/mehta_{{table}}.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/mehta_{{table}}.tsv"
+    wildcard_constraints:
+        table="|".join(MEHTA_HYPERPARAMETER_TABLES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        section=TRANSFER_CONFIG,
+        stages={"syn_vip": SYN_VIP, "dp_pretrain": DP, "dprandp": RANDP["phase1"]},
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/table_mehta_hyperparameters.py"
+
+
+rule table_mehta_throughput:
+    input:
+        paper_values=MEHTA_VALUES,
+        results=f"{TRANSFER}/mehta_{MEHTA_THROUGHPUT_STUDY}.json",
+    output:
+        report(
+            table_files("mehta_table10"),
+            caption="../report/mehta_throughput.rst",
+            category="Tables",
+            subcategory="Mehta et al.",
+        ),
+    log:
+        f"{LOGS}/tables/mehta_table10.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/mehta_table10.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        section=TRANSFER_CONFIG,
+        scale=config["scale"],
+    script:
+        "../workflow_scripts/table_mehta_throughput.py"
+
+
 rule table_mehta_claims:
     input:
         studies=mehta_claims_studies(),
@@ -258,6 +316,35 @@ rule table_dprandp:
         runs=lambda wildcards: dprandp_results(wildcards.table)[0],
     script:
         "../workflow_scripts/table_dprandp.py"
+
+
+rule table_dprandp_cost:
+    input:
+        unpack(dprandp_cost_inputs),
+    output:
+        report(
+            table_files("dprandp_{table}"),
+            caption="../report/dprandp_cost.rst",
+            category="Tables",
+            subcategory="DP-RandP",
+        ),
+    log:
+        f"{LOGS}/tables/dprandp_{{table}}.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/dprandp_{{table}}.tsv"
+    wildcard_constraints:
+        table="|".join(DPRANDP_COST_TABLES),
+    localrule: True
+    conda:
+        ENV
+    params:
+        plan=RANDP_PLAN,
+        scale=config["scale"],
+        phase1=lambda wildcards: dprandp_cost_phase1(wildcards.table),
+        features=lambda wildcards: dprandp_cost_features(wildcards.table),
+        runs=lambda wildcards: dprandp_results(wildcards.table)[0],
+    script:
+        "../workflow_scripts/table_dprandp_cost.py"
 
 
 rule table_dprandp_claims:

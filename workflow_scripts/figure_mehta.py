@@ -1,4 +1,5 @@
-"""results/figures/mehta_<figure>.{png,pdf}: a Mehta et al. figure from our runs."""
+"""results/figures/mehta_<figure>.{png,pdf}: a Mehta et al. figure from our runs, with the
+paper's values where it prints any."""
 
 import json
 from pathlib import Path
@@ -6,9 +7,11 @@ from pathlib import Path
 from dpvip.logs import workflow_job
 from dpvip.report import mehta_figures
 from dpvip.report.figures import save_figure
+from dpvip.report.paper_values import load_paper_values
 
 with workflow_job(snakemake.log[0]):
     p = snakemake.params
     results = json.loads(Path(snakemake.input.results).read_text())
-    draw = getattr(mehta_figures, snakemake.wildcards.figure)
-    save_figure(draw(results, p.section, p.scale), snakemake.output[0])
+    values = load_paper_values(Path(snakemake.input.paper_values).parent)
+    figure = mehta_figures.draw(snakemake.wildcards.figure, results, p.section, p.scale, values)
+    save_figure(figure, snakemake.output[0])

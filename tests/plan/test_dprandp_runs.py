@@ -11,7 +11,7 @@ import yaml
 from dpvip.errors import DpvipInputError
 from dpvip.plan.dprandp_runs import COLD, DPRandPPlan, epsilon_label, parse_epsilon
 from dpvip.plan.dprandp_private import private_settings
-from dpvip.plan.dprandp_rows import TABLES, all_runs, needs, table_rows
+from dpvip.plan.dprandp_rows import TABLES, all_runs, curve_epsilons, figure_runs, needs, table_rows
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +104,19 @@ def test_bad_config_is_named(configs):
     with pytest.raises(DpvipInputError, match="no schedule entry for epsilon 3"):
         plan.run("CIFAR-10", None, 3.0, 0)
     assert plan.run("CIFAR-10", None, 1.0, 0).init == COLD
+
+
+def test_figures_5_and_7_and_the_cost_tables_reuse_existing_runs(configs):
+    embedded, paper = configs
+    plan = plan_of(embedded)
+    assert curve_epsilons(plan) == [1.0, 8.0] and curve_epsilons(plan_of(paper)) == [1.0, math.inf]
+    curves = figure_runs(plan, "figure5")
+    assert {e: [r.path for r in runs] for e, runs in curves["cold"].items()} == {
+        e: [f"private/CIFAR-10/cold/p0_eps{e:g}_seed{s}" for s in plan.seeds] for e in (1.0, 8.0)
+    }
+    assert {r.phase2_steps for cells in curves.values() for runs in cells.values() for r in runs} == {0}
+    assert set(needs(plan, "figure5")) <= set(needs(plan, "figure4"))
+    assert set(needs(plan, "figure7")) == {r for r in needs(plan, "table1") if r.warm}  # DP-RandP's runs
+    assert set(needs(plan, "table9")) <= set(needs(plan, "figure2")) and needs(plan, "table8") == []
+    without = {r for name in (*TABLES, "figure2", "figure4", "figure6", "claims") for r in needs(plan, name)}
+    assert set(all_runs(plan)) == without  # no new private run

@@ -11,7 +11,7 @@ from dpvip.randp.data import private_splits
 
 def test_digits_with_a_stratified_validation_split():
     splits, facts = private_splits("CIFAR-10", {"source": "digits", "validation_fraction": 0.1}, 12)
-    assert facts == {"stand_in": "scikit-learn digits", "train": 1293, "test": 360, "validation": 144}
+    assert facts == {"stand_in": "scikit-learn digits", "train": 1293, "test": 360, "validation": 144, "classes": 10}
     assert splits["train"].images.shape[1:] == (3, 12, 12)
     assert set(splits["validation"].labels.tolist()) == set(range(10))
     without, facts = private_splits("CIFAR-10", {"source": "digits"}, 12)
@@ -27,7 +27,7 @@ def test_medmnist_npz_with_its_three_splits(tmp_path):
     arrays["train_labels"][0] = 6
     np.savez(tmp_path / "dermamnist.npz", **arrays)
     splits, facts = private_splits("DermaMNIST", {"source": "medmnist", "path": str(tmp_path / "dermamnist.npz")}, 32)
-    assert facts == {"train": 20, "test": 7, "validation": 5}
+    assert facts == {"train": 20, "test": 7, "validation": 5, "classes": 7}
     assert splits["train"].classes == 7 and splits["test"].images.shape == (7, 3, 32, 32)
     assert splits["validation"].labels.tolist() == arrays["val_labels"].reshape(-1).tolist()
 

@@ -1,5 +1,6 @@
-"""DP-RandP Figures 2, 4 and 6 on fake results: they build, save (PNG and PDF) and plot
-our means where they belong; the paper's Figure 6 x comes from the accountant."""
+"""DP-RandP Figures 2, 4, 5, 6 and 7 on fake results: they build, save (PNG and PDF) and plot
+our means where they belong; the paper's Figure 6 x and Figure 7 y come from the accountant;
+captions name the paper's inconsistent numbers they draw."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 from dpvip.report.dprandp_figures import (
     figure2,
     figure4,
+    figure5,
     figure6,
+    figure7,
     paper_sweeps,
     phase2_share,
 )
@@ -90,3 +93,68 @@ def test_epsilon_inf_sits_at_its_own_tick_and_at_sigma_zero():
     assert len(at_inf) == 8  # ours: 4 series; the paper's: DP-RandP, w/o Phase II, De et al., Tramer and Boneh
     drawn = lines(figure4(plan, fake_results("figure4", plan=plan), VALUES))
     assert drawn["warm (ours)"][0] == [0.0, 1.25, 10.0]
+
+
+def with_curves(results: dict) -> dict:
+    """Each run's curve: 24 steps from ln 10 down by 0.01 a step (0.02 warm), +0.1 per seed."""
+    for result in results.values():
+        slope = 0.02 if result["run"]["init"] != "cold" else 0.01
+        result["curve"] = [
+            {"step": s, "phase": 3, "loss": 2.3 - slope * s + 0.1 * result["run"]["seed"]} for s in range(1, 25)
+        ]
+    return results
+
+
+def plotted(figure) -> dict[str, object]:
+    """{legend label: Line2D} of the figure's labelled plain lines."""
+    return {
+        line.get_label(): line for axis in figure.axes for line in axis.lines if not line.get_label().startswith("_")
+    }
+
+
+def test_figure5_draws_warm_and_cold_loss_curves_at_the_smallest_and_largest_epsilon(tmp_path):
+    figure = figure5(PLAN, with_curves(fake_results("figure5")), VALUES)
+    drawn = plotted(figure)
+    warm_small = drawn["warm (w/o Phase II), ε = 1, σ 10: final test 61.5% (2 seeds)"]
+    assert list(warm_small.get_xdata()) == list(range(1, 25)) and warm_small.get_linestyle() == "-"
+    assert warm_small.get_ydata()[0] == pytest.approx(2.3 - 0.02 + 0.05)  # mean of seeds 0 and 1
+    cold_large = drawn["cold (Phase III only), ε = 8, σ 1.25: final test 45.0% (2 seeds)"]
+    assert cold_large.get_linestyle() == "--" and cold_large.get_ydata()[-1] == pytest.approx(2.3 - 0.24 + 0.05)
+    assert drawn["ln 10: uniform guess"].get_ydata()[0] == pytest.approx(math.log(10))
+    legend = figure.axes[0].get_legend().get_title().get_text()
+    assert legend == "embedded scale; scikit-learn digits stands in for CIFAR-10"
+    assert "solid ε = 1 (most noise), dashed ε = 8" in figure.axes[0].get_title()
+    save_figure(figure, tmp_path / "dprandp_figure5.png")
+    assert (tmp_path / "dprandp_figure5.pdf").exists()
+
+
+def test_figure5_takes_epsilon_inf_as_its_noiseless_curve():
+    plan = plan_with_inf()
+    drawn = plotted(figure5(plan, with_curves(fake_results("figure5", plan=plan)), VALUES))
+    assert {label.split(":")[0] for label in drawn if label.startswith("cold")} == {
+        "cold (Phase III only), ε = 1, σ 10",
+        "cold (Phase III only), ε = inf, σ 0",
+    }
+
+
+def test_figure7_puts_our_ledgers_share_beside_the_papers_rule():
+    figure = figure7(PLAN, fake_results("figure7"), VALUES)
+    drawn = lines(figure)
+    xs, ys = drawn["DP-RandP (ours, the runs' ledgers)"]
+    assert xs == [1.0, 8.0] and ys == pytest.approx([math.sqrt(4 / 24)] * 2)  # fake epsilon_phase2
+    xs, ys = drawn["DP-RandP (paper, Tab. 13)"]
+    assert xs == [1.0, 2.0, 3.0, 4.0, 6.0, 8.0] and ys == sorted(ys, reverse=True)  # the share falls as ε grows
+    assert ys[0] == pytest.approx(phase2_share(9.3, 875, 96)) and 0.25 < ys[0] < 0.35
+    labels = [text.get_text() for text in figure.axes[0].texts]
+    assert "4/24" in labels and "96/875" in labels and "96/2468" in labels
+    plan = plan_with_inf()
+    figure = figure7(plan, fake_results("figure7", plan=plan), VALUES)
+    assert lines(figure)["DP-RandP (ours, the runs' ledgers)"][0] == [1.0, 8.0]  # inf shares no budget
+    assert "ε = ∞ (no noise) has no budget to share" in figure.texts[0].get_text()
+
+
+def test_figures_drawing_a_conflicting_number_say_so():
+    caption2 = figure2(PLAN, fake_results("figure2"), VALUES).texts[0].get_text().replace("\n", " ")
+    assert "shown here: 77.0 (Table 1)" in caption2 and "shown here: 82.90 (Table 6)" in caption2
+    caption4 = figure4(PLAN, fake_results("figure4"), VALUES).texts[0].get_text().replace("\n", " ")
+    assert "shown here: 71.0 (Table 11)" in caption4 and "shown here: 82.90 (Table 6)" in caption4

@@ -1,7 +1,8 @@
 """Mehta et al.'s tables and figures and DP-RandP's probing tables on fake study results:
 the paper's rows in order with its values, ours beside them where a backbone stands in,
 the best learning rate's mean over seeds, deltas against the base, and the paper's own
-sigmas composed."""
+sigmas composed; Mehta's notes where they apply (shared stand-ins, batch sizes, chance
+level and the cells at it), and Figure 1b's line of the paper's own values."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 from conftest import merged_config
+from transfer_studies import fake_study
 
 from dpvip.report import mehta_figures
 from dpvip.report.dprandp_probe_tables import probe_table
@@ -26,38 +28,8 @@ EMBEDDED = merged_config("config.yaml")["dp_transfer"]
 PLAN = TransferPlan(EMBEDDED)
 
 
-def fake(study: str) -> dict:
-    runs = []
-    for run in PLAN.runs(study):
-        s = run.settings
-        if run.kind == "head":
-            privacy = (
-                None
-                if s["epsilon"] is None
-                else {
-                    "accountant": s["accountant"],
-                    "sample_rate": s["batch_fraction"],
-                    "noise_multiplier": 3.0,
-                    "planned_steps": 12,
-                    "epsilon_spent": s["epsilon"],
-                    "delta": s["delta"],
-                }
-            )
-        else:
-            privacy = (
-                None
-                if s["epsilon"] is None
-                else {
-                    "sigma_mean": 2.0 if s["sigma_ratio"] else None,
-                    "sigma_sgd": 40.0,
-                    "steps": s["steps"],
-                    "epsilon": s["epsilon"],
-                    "delta": s["delta"],
-                    "mu": 0.3,
-                }
-            )
-        runs.append(run.record() | {"result": {"accuracy": 40.0 + 10 * s["lr"] + s["seed"], "privacy": privacy}})
-    return {"study": study, "runs": runs}
+def fake(study: str, **options) -> dict:
+    return fake_study(PLAN, study, **options)
 
 
 def test_cells_take_the_best_learning_rate_and_average_its_seeds():
@@ -130,6 +102,120 @@ def test_probe_tables_put_ours_beside_the_paper_per_epsilon(table, tmp_path):
 
 @pytest.mark.parametrize("figure", ["figure1b", "figure2"])
 def test_figures_draw_every_series(figure):
-    drawn = getattr(mehta_figures, figure)(fake(f"mehta_{figure}"), EMBEDDED, "embedded")
+    drawn = mehta_figures.draw(figure, fake(f"mehta_{figure}"), EMBEDDED, "embedded", VALUES)
     lines = sum(len(axis.lines) + len(axis.containers) for axis in drawn.axes)
     assert lines >= (3 if figure == "figure1b" else 4)
+
+
+PAPER_SCALE = merged_config("config.yaml", "paper.yaml")["dp_transfer"]
+
+
+def notes_of(table: str, section: dict = EMBEDDED, **options) -> list[str]:
+    study = fake_study(TransferPlan(section), f"mehta_{table}", **options)
+    return mehta_table(table, study, VALUES, section, "embedded")[2]
+
+
+def test_table5_says_its_rows_are_one_stand_in_run_three_times_at_embedded_scale_only():
+    shared = [n for n in notes_of("table5") if n.startswith("Rows ")]
+    assert shared == [
+        "Rows CIFAR-10, CIFAR-100, ImageNet-1k all use the stand-in dataset digits: they are one experiment run "
+        "3 times, not 3 datasets; they differ only by each run's own randomness (noise, batches), which their "
+        "spread measures."
+    ]
+    # The paper config fine-tunes on three real datasets: no such note, and each its own chance level.
+    paper = notes_of("table5", PAPER_SCALE)
+    assert not [n for n in paper if n.startswith("Rows ")]
+    assert [n for n in paper if n.startswith("Chance level")] == [
+        "Chance level: 10 classes of CIFAR-10, so guessing scores 10%.",
+        "Chance level: 100 classes of CIFAR-100, so guessing scores 1%.",
+        "Chance level: 1000 classes of ImageNet-1k, so guessing scores 0.1%.",
+    ]
+
+
+def test_two_models_on_one_backbone_are_said_to_share_it():
+    section = EMBEDDED | {"mehta": EMBEDDED["mehta"] | {"models": {"ViT-B/16": "wrn", "ResNet50x4": "wrn"}}}
+    assert [n for n in notes_of("table1", section) if n.startswith("Rows ")] == [
+        "Rows ViT-B/16, ResNet50x4 all use the stand-in model wrn: they are one experiment run 2 times, not 2 "
+        "models; they differ only by each run's own randomness (noise, batches), which their spread measures."
+    ]
+    assert not [n for n in notes_of("table1") if n.startswith("Rows ")]
+
+
+@pytest.mark.parametrize(
+    "table, batches, best, full, stand_ins",
+    [
+        ("table1", True, False, True, "ViT-B/16 -> syn_vip_micro, ResNet50x4 -> wrn, ImageNet-1k -> digits"),
+        ("table2", True, True, True, "ViT-B/16 -> syn_vip_micro, ResNet50x4 -> wrn, ImageNet-1k -> digits"),
+        ("table3", True, True, True, "ImageNet-1k -> digits"),
+        ("table4", False, False, False, "ViT-H/14-4B (the main network) -> syn_vip_micro, ImageNet-1k -> digits"),
+        (
+            "table5",
+            False,
+            False,
+            False,
+            "ViT-B/16 (ImageNet-21k) -> syn_vip_micro, CIFAR-10 -> digits, CIFAR-100 -> digits, ImageNet-1k -> digits",
+        ),
+    ],
+)
+def test_notes_appear_exactly_where_they_apply(table, batches, best, full, stand_ins):
+    notes = notes_of(table)
+    assert f"Stand-ins: {stand_ins}." in notes
+    batch_notes = [n for n in notes if n.startswith("Batch sizes are fractions of n")]
+    assert len(batch_notes) == batches
+    assert any("'Best' is momentum SGD" in n for n in notes) == best
+    assert any(n.startswith("Full fine-tuning rows") for n in notes) == full
+    assert any(n.startswith("Every row at the largest batch: 2^20 -> 0.8185") for n in notes) == (table == "table4")
+    assert any(n.startswith("Epochs row: the paper's base trains 10 epochs, ours 4") for n in notes) == (
+        table == "table4"
+    )
+    # The chance level of the stand-in, in every accuracy table; no cell of these runs is near it.
+    standing_in = "CIFAR-10, CIFAR-100, ImageNet-1k" if table == "table5" else "ImageNet-1k"
+    assert [n for n in notes if n.startswith("Chance level")] == [
+        f"Chance level: 10 classes of scikit-learn digits (standing in for {standing_in}), so guessing scores 10%."
+    ]
+    assert not any(n.startswith(("At or below chance", "Above chance")) for n in notes)
+
+
+def test_cells_at_chance_are_flagged():
+    def accuracy(run):  # LeCun normal init at exactly chance, as in our embedded run; one cell near it
+        if run.row == "Zero Init -> Lecun Normal Init":
+            return 10.0
+        return 12.0 if run.row.startswith("Clip at 1 -> 0.1") else 40.0 + run.settings["seed"]
+
+    notes = notes_of("table4", accuracy=accuracy)
+    assert "At or below chance (10%): Zero Init -> Lecun Normal Init / Accuracy (10.0)." in notes
+    near = [n for n in notes if n.startswith("Above chance")]
+    assert near == [
+        "Above chance by less than 2 binomial standard errors of one run on 360 evaluated examples (≤ 13.2%), "
+        "so not told apart from guessing: Clip at 1 -> 0.1 / Accuracy (12.0)."
+    ]
+
+
+def test_table5_privacy_note_gives_every_epsilons_sigma():
+    note = next(n for n in notes_of("table5") if n.startswith("Noise"))
+    for epsilon in (0.5, 1, 2, 4, 8):  # the fake ledger's sigma is 3 / epsilon
+        assert f"sigma {3 / epsilon:.3g} (epsilon {epsilon:g} at delta 1.0e-06, prv)" in note
+
+
+def test_figure1b_draws_the_papers_line_and_names_our_stand_in():
+    drawn = mehta_figures.draw("figure1b", fake("mehta_figure1b"), EMBEDDED, "embedded", VALUES)
+    axis = drawn.axes[0]
+    paper = [line for line in axis.lines if line.get_label().startswith("paper: ")]
+    assert len(paper) == 1
+    assert list(paper[0].get_xdata()) == [4.0, 10.0] and list(paper[0].get_ydata()) == [81.7, 81.7]
+    assert paper[0].get_label() == "paper: ViT-H/14-4B on ImageNet, delta 1e-06 (printed for epsilon 4-10 only)"
+    labels = [text.get_text() for text in axis.get_legend().get_texts()]
+    assert "ours: syn_vip_micro on digits (embedded), delta 1e-06" in labels
+    assert "ours: syn_vip_micro on digits (embedded), without privacy" in labels
+    chance = [line for line in axis.lines if line.get_label().startswith("chance: ")]
+    assert [(line.get_label(), list(line.get_ydata())) for line in chance] == [
+        ("chance: scikit-learn digits (standing in for ImageNet-1k)", [10.0, 10.0])
+    ]
+
+
+def test_figure2_legends_name_our_stand_in():
+    drawn = mehta_figures.draw("figure2", fake("mehta_figure2"), EMBEDDED, "embedded", VALUES)
+    labels = [text.get_text() for axis in drawn.axes for text in axis.get_legend().get_texts()]
+    assert "ours: syn_vip_micro on digits (embedded), LAMB" in labels
+    assert labels.count("ours: syn_vip_micro on digits (embedded), with privacy") == 2
+    assert labels.count("chance: scikit-learn digits (standing in for ImageNet-1k)") == 3

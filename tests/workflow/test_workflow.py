@@ -53,7 +53,10 @@ COMMON_JOBS = {
     "table_mehta_claims": 1,
     "table_claims": 1,  # the overview of the three papers' claims
     "table_coverage": 1,
-    "figure_dprandp": 3,  # DP-RandP Figures 2, 4 and 6
+    "figure_dprandp": 5,  # DP-RandP Figures 2, 4, 5, 6 and 7
+    "table_dprandp_cost": 2,  # DP-RandP Tables 8 and 9
+    "table_mehta_hyperparameters": 4,  # Mehta et al. Tables 6-9
+    "table_mehta_throughput": 1,  # Mehta et al. Table 10
     "transfer_study": 9,  # Mehta Tables 1-5, Figures 1b, 2; DP-RandP's CIFAR and ImageNet probes
     "table_mehta": 5,
     "figure_mehta": 2,
@@ -311,6 +314,16 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         "figures/dprandp_figure2.png",
         "figures/dprandp_figure4.pdf",
         "figures/dprandp_figure6.png",
+        "figures/dprandp_figure5.png",
+        "figures/dprandp_figure7.pdf",
+        "tables/dprandp_table8.md",
+        "tables/dprandp_table9.csv",
+        *(f"tables/mehta_table{n}.md" for n in range(6, 11)),
+        "tables/claims.md",
+        "tables/coverage.csv",
+        "tables/vip_claims.md",
+        "tables/mehta_claims.csv",
+        "README.md",
         *(f"tables/mehta_table{n}.csv" for n in range(1, 6)),
         "figures/mehta_figure1b.png",
         "figures/mehta_figure2.pdf",

@@ -16,11 +16,13 @@ from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, PrivateRun, epsilon_
 WARM_FULL = "DP-RandP"
 WARM_NO_PHASE2 = "DP-RandP w/o Phase II"
 COLD_ROW = "Phase III only (De et al. [15])"
+PHASE2_ONLY = "Phase II only"  # warm, every step on the head: private linear probing
 # Table 10's columns by synthetic family (the paper's other columns have no generator here).
+# Shaders is not among the paper's columns: the table marks it ours, as any column it adds.
 TABLE10_COLUMNS = {
     "stylegan_oriented": "Untrained StyleGAN / Oriented",
     "dead_leaves": "Dead leaves textures",
-    "shaders": "Shaders (ours)",
+    "shaders": "Shaders",
 }
 METHOD_LABELS = {"align_uniform": "Wang and Isola [64]", "moco": "MoCo [30]"}
 PAPER_MODELS = ("WRN-16-4", "WRN-40-4")
@@ -91,7 +93,7 @@ def table10_cells(plan: DPRandPPlan) -> dict[str, list[PrivateRun]]:
     cells = {}
     for dataset in [plan.dataset, *plan.ablations.get("datasets", [])]:
         init = plan.phase1_run(dataset=dataset)
-        column = TABLE10_COLUMNS.get(plan.families.get(dataset, ""), f"{dataset} (ours)")
+        column = TABLE10_COLUMNS.get(plan.families.get(dataset, ""), dataset)
         cells[column] = [plan.run(MAIN_TASK, init, epsilon, s, "all") for s in plan.ablation_seeds]
     return cells
 
@@ -133,21 +135,37 @@ def table12_rows(plan: DPRandPPlan) -> list[RunRow]:
     return rows
 
 
+def curve_epsilons(plan: DPRandPPlan) -> list[float]:
+    """Figure 5's two budgets: the smallest and the largest epsilon of the main task (inf, no
+    noise, counts as the largest: the paper's sigma = 0 against its sigma = 9.3)."""
+    epsilons = sorted(plan.epsilons(MAIN_TASK))
+    return list(dict.fromkeys([epsilons[0], epsilons[-1]]))
+
+
 def figure_runs(plan: DPRandPPlan, figure: str) -> dict[str, dict]:
-    """{series: {x key: runs}} of a figure: figure2 and figure4 by epsilon, figure6 by
-    Phase II steps."""
+    """{series: {x key: runs}} of a figure: figure2, figure4, figure5 (training curves at
+    two budgets) and figure7 (the share of epsilon in Phase II) by epsilon, figure6 by Phase
+    II steps."""
     main = plan.main_init
     if figure == "figure2":
         return {
             WARM_FULL: plan.cells(MAIN_TASK, main, "schedule"),
             WARM_NO_PHASE2: plan.cells(MAIN_TASK, main, "none"),
-            "Phase II only": plan.cells(MAIN_TASK, main, "all"),
+            PHASE2_ONLY: plan.cells(MAIN_TASK, main, "all"),
             COLD_ROW: plan.cells(MAIN_TASK, None, "none"),
         }
     if figure == "figure4":
         return {"warm": plan.cells(MAIN_TASK, main, "none"), "cold": plan.cells(MAIN_TASK, None, "none")}
+    if figure == "figure5":
+        epsilons = curve_epsilons(plan)
+        return {
+            "warm": plan.cells(MAIN_TASK, main, "none", epsilons),
+            "cold": plan.cells(MAIN_TASK, None, "none", epsilons),
+        }
     if figure == "figure6":
         return {"warm": plan.sweep_runs("figure6", main)}
+    if figure == "figure7":
+        return {WARM_FULL: plan.cells(MAIN_TASK, main, "schedule")}
     raise KeyError(figure)
 
 
@@ -173,7 +191,22 @@ def _epsilon_of(column: str) -> float:
 
 
 TABLES = ("table1", "table2", "table3", "table6", "table10", "table11", "table12", "table16", "table24", "table25")
-FIGURES = ("figure2", "figure4", "figure6")
+FIGURES = ("figure2", "figure4", "figure5", "figure6", "figure7")
+# The computational cost (Tables 8 and 9): run times, not results, so a rule of their own
+# (they also read Phase I metrics and the linear probe's study).
+COST_TABLES = ("table8", "table9")
+
+
+def cost_runs(plan: DPRandPPlan, table: str) -> dict[str, dict[float, list[PrivateRun]]]:
+    """The private runs a cost table times, by series: Table 9's whole DP-RandP runs, and the
+    runs that spend every step in one phase (w/o Phase II: all Phase III; Phase II only),
+    whose seconds per step time each phase. Table 8 (Phase I, feature extraction) has none."""
+    if table == "table8":
+        return {}
+    if table == "table9":
+        series = figure_runs(plan, "figure2")
+        return {name: series[name] for name in (WARM_FULL, WARM_NO_PHASE2, PHASE2_ONLY)}
+    raise KeyError(table)
 
 
 def runs_of(rows_or_series) -> list[PrivateRun]:
@@ -189,6 +222,8 @@ def needs(plan: DPRandPPlan, name: str) -> list[PrivateRun]:
     """The runs behind one table, figure or the claims, in a stable order."""
     if name in TABLES:
         runs = runs_of(table_rows(plan, name))
+    elif name in COST_TABLES:
+        runs = runs_of(cost_runs(plan, name).values())
     elif name in FIGURES:
         runs = runs_of(figure_runs(plan, name).values())
     elif name == "claims":
@@ -200,6 +235,6 @@ def needs(plan: DPRandPPlan, name: str) -> list[PrivateRun]:
 
 def all_runs(plan: DPRandPPlan) -> list[PrivateRun]:
     runs = []
-    for name in (*TABLES, *FIGURES, "claims"):
+    for name in (*TABLES, *COST_TABLES, *FIGURES, "claims"):
         runs += needs(plan, name)
     return sorted(dict.fromkeys(runs))

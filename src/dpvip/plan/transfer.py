@@ -17,6 +17,7 @@ tables report the best grid point's mean over seeds, with that learning rate.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from dpvip.errors import DpvipInputError
@@ -26,6 +27,10 @@ KINDS = {"syn_vip": "mae", "dp_pretrain": "mae", "dprandp": "wrn"}  # `from` -> 
 MEHTA_TABLES = ("table1", "table2", "table3", "table4", "table5")
 MEHTA_FIGURES = ("figure1b", "figure2")
 PROBE_TABLES = {"table4": "cifar", "table22": "cifar", "table5": "imagenet", "table23": "imagenet"}
+# Mehta et al.'s hyper-parameter tables: the study whose recorded runs give our side (None: the
+# pre-training Tables 6 and 9 read the config only). Table 10 (throughput) reads Table 2's DP-LAMB runs.
+MEHTA_HYPERPARAMETER_TABLES = {"table6": None, "table7": "table1", "table8": "table2", "table9": None}
+MEHTA_THROUGHPUT_STUDY = "table2"
 STUDIES = (
     *(f"mehta_{t}" for t in MEHTA_TABLES),
     *(f"mehta_{f}" for f in MEHTA_FIGURES),
@@ -34,6 +39,25 @@ STUDIES = (
 )
 PRIVATE, NON_PRIVATE, BEST = "With privacy", "Without privacy", "Best"
 TABLE5_MODEL = "ViT-B/16"  # Mehta Table 5: ViT-B/16 pre-trained on ImageNet-21k
+MAIN_MODEL = "ViT-H/14-4B"  # the paper's best network, which `mehta.main` stands in for (Table 4, Figures 1b, 2)
+
+
+def model_key(model: str) -> str:
+    """A paper model's name however the paper spells it: 'ResNet-50x4 (BiT)' and 'ResNet50x4' are one."""
+    return re.sub(r"\(bit\)|[\s-]", "", model.lower())
+
+
+def stand_in_of(model: str, mehta: dict) -> str | None:
+    """The backbone standing in for the paper's `model` (`dp_transfer.mehta`): `models`', else the
+    main network for ViT-H/14-4B; None when no backbone does."""
+    ours = {model_key(name): backbone for name, backbone in (mehta.get("models") or {}).items() if backbone}
+    ours.setdefault(model_key(MAIN_MODEL), mehta["main"])
+    return ours.get(model_key(model))
+
+
+def table5_backbone(mehta: dict) -> str:
+    """The backbone of Mehta Table 5 (`dp_transfer.mehta`): ViT-B/16's stand-in, else the main network."""
+    return (mehta.get("models") or {}).get(TABLE5_MODEL) or mehta["main"]
 
 
 @dataclass(frozen=True, order=True)
@@ -289,7 +313,7 @@ class TransferPlan:
 
     def _table5(self) -> list[Run]:
         m, t5 = self.mehta, self.mehta["table5"]
-        backbone = m["models"].get(TABLE5_MODEL, m["main"])
+        backbone = table5_backbone(m)
         runs = []
         for paper_dataset, dataset in m["datasets"].items():
             data = self.features(backbone, dataset, image_size=m.get("single_step_image_size"))

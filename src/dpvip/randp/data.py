@@ -96,4 +96,5 @@ def private_splits(name: str, spec: dict, image_size: int) -> tuple[dict[str, La
     else:
         raise DpvipInputError(f"dprandp.private.tasks.{name}.data.source '{source}' is not one of {', '.join(SOURCES)}")
     counts = {split: len(splits[split]) if split in splits else None for split in ("train", "test", "validation")}
-    return splits, facts | counts
+    # The class count gives the tables their chance level (10 for digits, whatever task it stands in for).
+    return splits, facts | counts | {"classes": splits["train"].classes}

@@ -1,9 +1,11 @@
 """DP-RandP Figures 2 (accuracy against ε, with previous work), 4 (warm against cold start
-along σ) and 6 (accuracy against the share of the budget spent in Phase II).
+along σ), 5 (warm against cold training curves at two budgets), 6 (accuracy against the share
+of the budget spent in Phase II) and 7 (that share against ε).
 
 The paper's numbers (from config/paper_values/dprandp.csv) are dashed lines, ours solid with
 the std over seeds as error bars. Ours are the EMA model's test accuracy of the runs of
-`figure_runs(plan, <figure>)`; `results` maps `PrivateRun.path` to the result JSON.
+`figure_runs(plan, <figure>)` (Figure 5: their training loss; Figure 7: their privacy
+ledgers); `results` maps `PrivateRun.path` to the result JSON.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpvip.plan.dprandp_runs import DPRandPPlan, PrivateRun, epsilon_label, parse_epsilon
-from dpvip.plan.dprandp_rows import COLD_ROW, WARM_FULL, WARM_NO_PHASE2, figure_runs
-from dpvip.report.dprandp_tables import mean_std, run_values, stand_in_text
+from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, PrivateRun, epsilon_label, parse_epsilon
+from dpvip.plan.dprandp_rows import COLD_ROW, PHASE2_ONLY, WARM_FULL, WARM_NO_PHASE2, curve_epsilons, figure_runs
+from dpvip.report.dprandp_conflicts import conflict_notes
+from dpvip.report.dprandp_tables import mean_std, run_chances, run_values, stand_in_text
 from dpvip.report.paper_values import paper_table
 
-LINEAR_PROBING = "Phase II only"
+LINEAR_PROBING = PHASE2_ONLY
 COLORS = {
     WARM_FULL: "tab:blue",
     WARM_NO_PHASE2: "tab:orange",
@@ -41,13 +44,15 @@ FIGURE2_PAPER = {
 }
 OTHER_COLORS = {"Tramèr and Boneh [61]": "tab:purple", "Hölzl et al. [35]": "tab:brown"}
 FIGURE4_PAPER = {"warm": ("table6", "Accuracy(%)"), "cold": ("table11", COLD_ROW)}
+CURVE_VARIANTS = {"warm": "w/o Phase II", "cold": "Phase III only"}  # Figure 5's legend
 SWEEP_TABLES = {"table17": 2.0, "table18": 3.0, "table19": 4.0, "table20": 6.0, "table21": 8.0}  # Tables 17-21: epsilon
 PAPER_SAMPLE_RATE = 4096 / 50000  # CIFAR-10, batch 4096
 PAPER_STEPS_PER_EPOCH = 12  # the paper's count (96 steps = 8 epochs)
 PAPER_DELTA = 1e-5
-# The paper's x used Gopi et al.'s PRV accountant: ~8 s for Tables 17-21 here, against ~2 s
-# for RDP, whose ratios are within 0.005 of PRV's on these settings; the caption says which.
-FIGURE6_ACCOUNTANT = "rdp"
+# The paper's shares (Figures 6 and 7) used Gopi et al.'s PRV accountant: ~8 s for Tables
+# 17-21 here, against ~2 s for RDP, whose ratios are within 0.005 of PRV's on these settings
+# (Figure 7: 0.3065 against 0.3099 at ε = 1, 0.1706 against 0.1675 at ε = 8); captions say which.
+SHARE_ACCOUNTANT = "rdp"
 
 
 def paper_row(values: pd.DataFrame, table: str, row: str, prefix: str = "epsilon=") -> dict:
@@ -84,17 +89,30 @@ def _plot(axis, points: dict[float, tuple[float, float]], color: str, label: str
 
 
 def _finish(
-    figure: plt.Figure, axis, name: str, what: str, xlabel: str, scale: str, results: dict[str, dict], caption: str = ""
+    figure: plt.Figure,
+    axis,
+    name: str,
+    what: str,
+    xlabel: str,
+    scale: str,
+    results: dict[str, dict],
+    caption: str = "",
+    ylabel: str = "test accuracy (%)",
+    key: str = "paper dashed; ours at {scale} scale solid (mean ± std over seeds; {data})",
 ) -> plt.Figure:
-    """Labels, the legend beside the plot, the title (scale, stand-in) and a caption."""
+    """Labels, the legend beside the plot (titled with the scale and the stand-in), the title
+    with the line key, and a caption."""
+    data = stand_in_text(results)
     axis.set_xlabel(xlabel)
-    axis.set_ylabel("test accuracy (%)")
-    axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    axis.set_title(
-        f"DP-RandP {name}: {what}\npaper dashed; ours at {scale} scale solid "
-        f"(mean ± std over seeds; {stand_in_text(results)})",
-        fontsize=9,
+    axis.set_ylabel(ylabel)
+    axis.legend(
+        fontsize=6.5,
+        loc="center left",
+        bbox_to_anchor=(1.01, 0.5),
+        title=f"{scale} scale; {data}",
+        title_fontsize=6.5,
     )
+    axis.set_title(f"DP-RandP {name}: {what}\n{key.format(scale=scale, data=data)}", fontsize=9)
     if caption:
         figure.text(0.01, -0.01, textwrap.fill(caption, 150), fontsize=6.5, ha="left", va="top")
     figure.tight_layout()
@@ -148,10 +166,13 @@ def figure2(
         _plot(axis, x_of({e: v for e, v in points.items() if math.isinf(e)}), COLORS[name], None, paper=False)
     axis.axvline((finite[-1] + inf_x) / 2, color="grey", linestyle=":", linewidth=1)
     axis.set_xticks([*finite, inf_x], [*map(epsilon_label, finite), "∞"])
-    caption = (
-        "The paper's Phase II only is its private linear probing "
-        "(Tab. 4, ε ≥ 1 shown: a 4096-d embedding layer, Tab. 22's settings); "
-        "ours is Phase II for all the steps of our schedule. ε = ∞ (no noise) sits at its own tick."
+    caption = " ".join(
+        [
+            "The paper's Phase II only is its private linear probing "
+            "(Tab. 4, ε ≥ 1 shown: a 4096-d embedding layer, Tab. 22's settings); "
+            "ours is Phase II for all the steps of our schedule. ε = ∞ (no noise) sits at its own tick.",
+            *conflict_notes(paper_values, set(FIGURE2_PAPER.values())),
+        ]
     )
     return _finish(
         figure,
@@ -215,9 +236,11 @@ def figure4(
         lines[("ours", init)] = points
     _gaps(axis, lines[("paper", "warm")], lines[("paper", "cold")], "grey", paper=True)
     _gaps(axis, lines[("ours", "warm")], lines[("ours", "cold")], "black", paper=False)
-    caption = (
-        "The paper's cold point at ε = 6 (σ 2.9) is Tab. 11's 71.0; "
-        "Tab. 1 prints 77.0 for the same De et al. baseline. Ours: σ of the runs' own calibration."
+    caption = " ".join(
+        [
+            "Ours: σ of the runs' own calibration.",
+            *conflict_notes(paper_values, set(FIGURE4_PAPER.values())),
+        ]
     )
     return _finish(
         figure,
@@ -231,16 +254,78 @@ def figure4(
     )
 
 
+def mean_curve(curves: list[list[dict]]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(steps, mean loss, std loss) over runs at the steps every curve has (std 0 for one run)."""
+    losses = [{point["step"]: point["loss"] for point in curve} for curve in curves]
+    steps = sorted(set.intersection(*(set(loss) for loss in losses)))
+    table = np.array([[loss[step] for step in steps] for loss in losses], dtype=float)
+    std = table.std(axis=0, ddof=1) if len(losses) > 1 else np.zeros(len(steps))
+    return steps, table.mean(axis=0), std
+
+
+def figure5(
+    plan: DPRandPPlan, results: dict[str, dict], paper_values: pd.DataFrame, scale: str = "embedded"
+) -> plt.Figure:
+    """Training loss against step, warm (w/o Phase II) against cold (Phase III only) start, at
+    our smallest ε (solid, the most noise) and our largest (dashed; ε = ∞ is σ = 0): the
+    paper's σ = 9.3 and σ = 0 at learning rate 0.4. The paper prints no numbers for its curves,
+    so only ours are drawn."""
+    figure, axis = plt.subplots(figsize=(10, 4.6))
+    epsilons = curve_epsilons(plan)
+    done_runs = {}
+    for init, cells in figure_runs(plan, "figure5").items():
+        for epsilon, runs in cells.items():
+            done = [r for r in runs if r.path in results]
+            if not done:
+                continue
+            steps, mean, std = mean_curve([results[r.path]["curve"] for r in done])
+            color, solid = COLORS[init], epsilon == epsilons[0]
+            accuracy, _ = _stats(done, results)
+            done_runs |= {r.path: results[r.path] for r in done}
+            label = (
+                f"{init} ({CURVE_VARIANTS[init]}), ε = {epsilon_label(epsilon)}, "
+                f"σ {_sigma(epsilon, done, results):.3g}: final test {accuracy:.1f}% ({len(done)} seeds)"
+            )
+            axis.plot(steps, mean, color=color, linestyle="-" if solid else "--", linewidth=2, label=label)
+            axis.fill_between(steps, mean - std, mean + std, color=color, alpha=0.12 if solid else 0.06)
+    chances = run_chances(MAIN_TASK, "test", done_runs)
+    if len(chances) == 1:  # the loss of a uniform guess: a curve near it has not learnt yet
+        classes = chances.pop().classes
+        axis.axhline(math.log(classes), color="grey", linestyle=":", linewidth=1, label=f"ln {classes}: uniform guess")
+    learning_rates = {e: plan.entry(MAIN_TASK, e).lr_phase3 for e in epsilons}
+    dashed = f", dashed ε = {epsilon_label(epsilons[-1])}" if len(epsilons) > 1 else ""
+    caption = (
+        "Paper (Fig. 5, no printed numbers): WRN-16-4 on CIFAR-10, σ = 9.3 (solid) and σ = 0 (dashed), "
+        "learning rate 0.4; its warm and cold curves fall at the same rate under noise. "
+        "Ours: the training loss of each step's Poisson batch (computed without noise, on private data), "
+        "mean ± std over seeds; Phase III learning rate "
+        + ", ".join(f"{lr:g} at ε = {epsilon_label(e)}" for e, lr in learning_rates.items())
+        + ". Test accuracy is recorded only at the end of a run (in the legend)."
+    )
+    return _finish(
+        figure,
+        axis,
+        "Fig. 5",
+        "warm (synthetic Phase I) vs cold (random) start, training curves",
+        "step",
+        scale,
+        results,
+        caption,
+        ylabel="training loss (cross-entropy)",
+        key=f"ours at {{scale}} scale: solid ε = {epsilon_label(epsilons[0])} (most noise){dashed} ({{data}})",
+    )
+
+
 @functools.lru_cache(maxsize=512)
 def _paper_epsilon(sigma: float, steps: int, accountant: str) -> float:
-    # Only Figure 6 accounts (the paper's x-axis), and only it pays for importing the
-    # accountants (opacus, hence torch): Figures 2 and 4 stay light jobs.
+    # Only Figures 6 and 7 account (the paper's shares), and only they pay for importing the
+    # accountants (opacus, hence torch): Figures 2, 4 and 5 stay light jobs.
     from dpvip.privacy import accounting
 
     return accounting.epsilon([accounting.Mechanism(PAPER_SAMPLE_RATE, sigma, steps)], PAPER_DELTA, accountant).epsilon
 
 
-def phase2_share(sigma: float, total: int, phase2_steps: int, accountant: str = FIGURE6_ACCOUNTANT) -> float:
+def phase2_share(sigma: float, total: int, phase2_steps: int, accountant: str = SHARE_ACCOUNTANT) -> float:
     """ε of the first `phase2_steps` over ε of all `total` steps, in the paper's setting."""
     if phase2_steps <= 0:
         return 0.0
@@ -249,11 +334,15 @@ def phase2_share(sigma: float, total: int, phase2_steps: int, accountant: str = 
     return _paper_epsilon(sigma, phase2_steps, accountant) / _paper_epsilon(sigma, total, accountant)
 
 
-def paper_sweeps(paper_values: pd.DataFrame, accountant: str = FIGURE6_ACCOUNTANT) -> dict[float, dict[float, float]]:
+def paper_schedule(paper_values: pd.DataFrame) -> tuple[dict[float, float], ...]:
+    """The paper's CIFAR-10 schedule (Table 13), each {ε: value}: σ, total steps N, Phase II steps N_1."""
+    return tuple(paper_by_epsilon(paper_values, "table13", row) for row in ("σ", "Total Steps", "Steps in Phase II"))
+
+
+def paper_sweeps(paper_values: pd.DataFrame, accountant: str = SHARE_ACCOUNTANT) -> dict[float, dict[float, float]]:
     """{ε: {share of ε in Phase II: accuracy}}: Tables 17-21, plus ε = 1's two points (Tab. 6
     at 0 steps, Tab. 1 at Table 13's 96 steps)."""
-    sigmas, totals = (paper_by_epsilon(paper_values, "table13", row) for row in ("σ", "Total Steps"))
-    phase2 = paper_by_epsilon(paper_values, "table13", "Steps in Phase II")
+    sigmas, totals, phase2 = paper_schedule(paper_values)
 
     def share(epsilon: float, steps: float) -> float:
         return phase2_share(sigmas[epsilon], int(totals[epsilon]), int(min(steps, totals[epsilon])), accountant)
@@ -285,7 +374,7 @@ def figure6(
     results: dict[str, dict],
     paper_values: pd.DataFrame,
     scale: str = "embedded",
-    accountant: str = FIGURE6_ACCOUNTANT,
+    accountant: str = SHARE_ACCOUNTANT,
 ) -> plt.Figure:
     """Accuracy against ε_Phase II / ε: our warm sweep (`dprandp.ablations.figure6`) and the
     paper's Tables 17-21 (x by `accountant` in the paper's setting: q = 4096/50000, Table 13's
@@ -324,4 +413,72 @@ def figure6(
         scale,
         results,
         caption,
+    )
+
+
+def paper_shares(paper_values: pd.DataFrame, accountant: str = SHARE_ACCOUNTANT) -> dict[float, float]:
+    """{ε: ε_1 / ε} of the paper's CIFAR-10 schedule (Figure 7, which prints no numbers):
+    Appendix E's rule, N_1 = Table 13's Phase II steps of its N steps at its σ, q = 4096/50000."""
+    sigmas, totals, phase2 = paper_schedule(paper_values)
+    return {e: phase2_share(sigmas[e], int(totals[e]), int(phase2[e]), accountant) for e in sigmas}
+
+
+def figure7(
+    plan: DPRandPPlan,
+    results: dict[str, dict],
+    paper_values: pd.DataFrame,
+    scale: str = "embedded",
+    accountant: str = SHARE_ACCOUNTANT,
+) -> plt.Figure:
+    """ε_1 / ε, the share of the budget spent in Phase II, against the total ε: the paper's
+    (`paper_shares`) and ours (each DP-RandP run's ε spent in Phase II over ε spent, from its
+    ledger), each point of ours labelled with our schedule's N_1 / N."""
+    figure, axis = plt.subplots(figsize=(8.5, 4.4))
+    paper = paper_shares(paper_values, accountant)
+    _plot(axis, {e: (v, math.nan) for e, v in paper.items()}, COLORS[WARM_FULL], "DP-RandP (paper, Tab. 13)", True)
+    ours = {}
+    for epsilon, runs in figure_runs(plan, "figure7")[WARM_FULL].items():
+        done = [r for r in runs if r.path in results and results[r.path]["privacy"].get("epsilon_spent")]
+        if done:
+            ours[epsilon] = mean_std([_run_share(r, results[r.path]) for r in done])
+    _plot(axis, ours, COLORS[WARM_FULL], "DP-RandP (ours, the runs' ledgers)", False)
+    for epsilon, (share, _) in ours.items():
+        entry = plan.entry(MAIN_TASK, epsilon)
+        axis.annotate(
+            f"{entry.phase2_steps}/{entry.steps}",
+            (epsilon, share),
+            xytext=(5, 5),
+            textcoords="offset points",
+            fontsize=7,
+        )
+    _, totals, phase2 = paper_schedule(paper_values)
+    for epsilon, share in paper.items():
+        axis.annotate(
+            f"{phase2[epsilon]:g}/{totals[epsilon]:g}",
+            (epsilon, share),
+            xytext=(4, -10),
+            textcoords="offset points",
+            fontsize=6,
+            color=COLORS[WARM_FULL],
+        )
+    axis.set_ylim(0, 1)
+    unshared = [e for e in plan.epsilons(MAIN_TASK) if math.isinf(e)]
+    caption = (
+        f"Paper: Appendix E's rule (Fig. 7 prints no numbers): ε_1 = {accountant.upper()} ε of the first N_1 "
+        "(Tab. 13's Phase II steps) of its N steps at its σ, q = 4096/50000, δ = 1e-5 "
+        f"(the paper used PRV{'' if accountant == 'prv' else '; RDP ratios are within 0.005 of it here'}). "
+        "Ours: ε_Phase II / ε_spent of each run's own ledger (its accountant, q = B/n, σ), mean over seeds. "
+        "Labels: N_1/N, the Phase II steps of all the steps."
+        + (" ε = ∞ (no noise) has no budget to share and is not drawn." if unshared else "")
+    )
+    return _finish(
+        figure,
+        axis,
+        "Fig. 7",
+        "share of the budget spent in Phase II against the total ε (CIFAR-10)",
+        "ε (δ = 1e-5)",
+        scale,
+        results,
+        caption,
+        ylabel="ε_1 / ε (Phase II's share)",
     )

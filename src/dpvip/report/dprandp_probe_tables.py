@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from dpvip.privacy import gaussian
+from dpvip.report.chance import STAND_IN_OF_SOURCE, Chance, chance_note, classes_of, flag_notes
 from dpvip.report.paper_values import paper_table
 from dpvip.report.transfer_cells import Cell, feature_note, study_cells
 
@@ -20,6 +21,7 @@ TITLES = {
     "table23": "DP-RandP Table 23: hyperparameters of the ImageNet private linear probing",
 }
 TASK = {"table4": "cifar", "table22": "cifar", "table5": "imagenet", "table23": "imagenet"}
+PAPER_TASK = {"table4": "CIFAR-10", "table5": "ImageNet-1k"}  # the accuracy tables' data
 
 
 def _epsilon(column: str) -> float | None:
@@ -94,6 +96,19 @@ def _composition_table(printed: pd.DataFrame, ours: dict, delta: float) -> pd.Da
     return pd.DataFrame(rows)
 
 
+def probe_chance(table: str, results: dict, dataset: str, section: dict) -> Chance | None:
+    """The chance level of an accuracy table's data: the classes its feature caches record,
+    else those of the configured stand-in (None: unknown)."""
+    task = PAPER_TASK[table]
+    caches = list(results.get("features", {}).values())
+    stand_in = STAND_IN_OF_SOURCE.get((section["datasets"].get(dataset) or {}).get("source", dataset))
+    classes = classes_of(task, caches[0].get("classes") if caches else None, stand_in)
+    if not classes:
+        return None
+    what = f"{stand_in} (standing in for {task})" if stand_in else task
+    return Chance(classes, caches[0].get("test") if caches else None, what)
+
+
 def probe_table(
     table: str, results: dict, values: pd.DataFrame, section: dict, scale: str
 ) -> tuple[pd.DataFrame, str, list[str]]:
@@ -119,6 +134,10 @@ def probe_table(
         f"Accuracy: mean and std (ddof 1) over {'/'.join(map(str, seeds))} seeds, in percent.",
         feature_note(results),
     ]
+    chance = probe_chance(table, results, probe["dataset"], section) if table in PAPER_TASK else None
+    if chance:
+        notes.append(chance_note(chance))
+        notes += flag_notes(dict(zip("ε = " + frame["epsilon"].astype(str), frame["accuracy (ours)"])), chance)
     if probe.get("feature_norm"):
         notes.append(
             f"Each feature vector is scaled to norm {probe['feature_norm']:g}, then centred on a private mean "

@@ -1,5 +1,8 @@
 """DP-RandP's result tables (1, 2, 3, 6, 10, 11, 12, 16, 24, 25): every printed row in the
-paper's order with the paper's value beside ours, our extra rows and columns after.
+paper's order with the paper's value beside ours, our extra rows and columns after (a column
+the paper does not print has no '(paper)' twin). Notes say the chance level of the data, which
+of our cells sit at or near it, and where the paper prints another number elsewhere for a
+cell it shows.
 
 Our value of a cell is the mean over seeds of its runs' accuracy (the EMA model's, as
 DP-RandP reports; validation for Table 3), with the sample std beside it where the paper
@@ -23,6 +26,8 @@ from dpvip.plan.dprandp_runs import (
     parse_epsilon,
 )
 from dpvip.plan.dprandp_rows import RunRow, runs_of, table12_models, table_rows
+from dpvip.report.chance import Chance, chance_note, classes_of, flag_notes
+from dpvip.report.dprandp_conflicts import conflict_notes
 from dpvip.report.paper_values import paper_table
 
 TITLES = {
@@ -174,7 +179,8 @@ def dprandp_table(
         record = {"row": label, "our runs": describe(rows.get(label))}
         for column in [*paper_columns, *extra]:
             mean, std = mean_std(ours.get(label, {}).get(column, []))
-            record[f"{column} (paper)"] = _paper(printed, label, column)
+            if column in paper_columns:  # a column only we run has no paper twin
+                record[f"{column} (paper)"] = _paper(printed, label, column)
             if f"{column} std" in printed.columns:
                 record[f"{column} std (paper)"] = _paper(printed, label, f"{column} std")
             record[f"{column} (ours)"] = mean
@@ -202,10 +208,13 @@ def table_notes(
     scale_note = (
         f"Scale: {scale}. '(ours)' is the mean over seeds of the {metric} accuracy (%) of our runs' EMA model, "
         "'std (ours)' the sample std (ddof=1; empty for one seed); "
-        "'(paper)' is the paper's printed value; an empty cell is not reproduced."
+        "'(paper)' is the paper's printed value (a column the paper does not print has none); "
+        "an empty cell is not reproduced."
     )
     notes = [scale_note]
     notes += stand_in_notes(results)
+    notes += chance_notes(task, metric, results, frame)
+    notes += conflict_notes(paper_values, {(name, row) for row in frame["row"]})
     if task in plan.tasks and plan.source_task(task) != task:
         notes.append(
             f"{task} is shown with {plan.source_task(task)}'s runs (dprandp.private.tasks.{task}.runs_of): "
@@ -220,6 +229,35 @@ def table_notes(
     if any(row.sweep for row in rows):
         notes.append(sweep_note(runs, results))
     notes += missing_notes(name, frame, paper_columns, runs)
+    return notes
+
+
+def run_chances(task: str, metric: str, results: dict[str, dict]) -> set[Chance]:
+    """The chance level of each data set the results were evaluated on (the `metric` split):
+    a stand-in is described as standing in for `task`, the table's (CIFAR-100 may show
+    CIFAR-10's runs), real data by the runs' own task."""
+    found = set()
+    for result in results.values():
+        data, run_task = result.get("data", {}), result["run"]["task"]
+        classes = classes_of(run_task, data.get("classes"), data.get("stand_in"))
+        if classes:
+            what = f"{data['stand_in']} (standing in for {task})" if data.get("stand_in") else run_task
+            found.add(Chance(classes, data.get(metric), what))
+    return found
+
+
+def chance_notes(task: str, metric: str, results: dict[str, dict], frame: pd.DataFrame) -> list[str]:
+    """The chance level of the table's data, and our cells at or near it."""
+    chances = run_chances(task, metric, results)
+    notes = [chance_note(chance) for chance in sorted(chances, key=lambda c: c.data)]
+    if len(chances) == 1:
+        cells = {
+            f"{record['row']}, {column.removesuffix(' (ours)')}": value
+            for record in frame.to_dict("records")
+            for column, value in record.items()
+            if column.endswith(" (ours)") and " std " not in column
+        }
+        notes += flag_notes(cells, chances.pop())
     return notes
 
 

@@ -8,6 +8,8 @@ import math
 
 import pandas as pd
 
+from dpvip.plan.transfer import BEST, MAIN_MODEL, TABLE5_MODEL, table5_backbone
+from dpvip.report.mehta_notes import chance_notes, shared_stand_in_notes
 from dpvip.report.paper_values import paper_table
 from dpvip.report.transfer_cells import Cell, feature_note, study_cells
 
@@ -19,6 +21,7 @@ TITLES = {
     "table5": "Mehta et al. Table 5: one full-batch DP-Adam step of the last layer, per epsilon",
 }
 NAN = math.nan
+IMAGENET = "ImageNet-1k"  # the private set of Tables 1-4
 
 
 def _model(paper_row: str) -> tuple[str, str]:
@@ -95,16 +98,17 @@ def _privacy_note(cells: dict) -> str:
     for (row, column), cell in sorted(cells.items()):
         privacy = cell.privacy
         if privacy:
-            key = (cell.settings["batch_fraction"], privacy["planned_steps"])
-            sigmas[key] = (
-                privacy["noise_multiplier"],
-                privacy["epsilon_spent"],
+            # One sigma per mechanism: (q, T) alone would keep only the last of several budgets (Table 5's).
+            key = (
+                cell.settings["batch_fraction"],
+                privacy["planned_steps"],
+                cell.settings["epsilon"],
                 privacy["delta"],
-                privacy["accountant"],
             )
+            sigmas[key] = (privacy["noise_multiplier"], privacy["epsilon_spent"], privacy["accountant"])
     parts = [
         f"q {q:g}, T {t}: sigma {s:.3g} (epsilon {e:.3g} at delta {d:.1e}, {a})"
-        for (q, t), (s, e, d, a) in sorted(sigmas.items())
+        for (q, t, _, d), (s, e, a) in sorted(sigmas.items())
     ]
     return "Noise, calibrated before training: " + "; ".join(parts) if parts else "No private run."
 
@@ -134,6 +138,66 @@ def _not_reproduced(paper: pd.DataFrame, models: dict) -> list[str]:
     return notes
 
 
+def _stand_ins(table: str, paper: pd.DataFrame, mehta: dict, models: dict) -> tuple[dict, dict]:
+    """(models, datasets) of the rows `table` shows: paper name -> our stand-in."""
+    imagenet = {IMAGENET: mehta["datasets"][IMAGENET]}
+    if table in ("table1", "table2"):
+        shown = {_model(r)[0] for r in paper.index}
+        return {model: backbone for model, backbone in models.items() if model in shown}, imagenet
+    if table == "table3":  # our backbones are rows of their own ('Ours: ...'), a note says so
+        return {}, imagenet
+    if table == "table4":
+        return {f"{MAIN_MODEL} (the main network)": mehta["main"]}, imagenet
+    model = f"{TABLE5_MODEL} (ImageNet-21k)"
+    return {model: table5_backbone(mehta)}, {d: mehta["datasets"][d] for d in paper.index}
+
+
+def _stand_in_notes(shown_models: dict, shown_datasets: dict) -> list[str]:
+    pairs = [f"{name} -> {ours}" for name, ours in (shown_models | shown_datasets).items()]
+    return [
+        f"Stand-ins: {', '.join(pairs)}.",
+        *shared_stand_in_notes(shown_models, "model"),
+        *shared_stand_in_notes(shown_datasets, "dataset"),
+    ]
+
+
+def _batch_notes(table: str, paper: pd.DataFrame, mehta: dict) -> list[str]:
+    """What the batch sizes are, where the table has batch columns (Tables 1-3) or one batch (Table 4)."""
+    batches = mehta["batch_sizes"]
+    largest = max(batches, key=batches.get)
+    if table == "table4":
+        return [
+            f"Every row at the largest batch: {largest} -> {batches[largest]:g} of n (2^20 of ImageNet's 1,281,167)."
+        ]
+    if table == "table5":  # one full-batch step: the privacy note gives q = 1
+        return []
+    note = (
+        f"Batch sizes are fractions of n: {', '.join(f'{k} -> {v:g}' for k, v in batches.items())} "
+        "(2^k of ImageNet's 1,281,167)"
+    )
+    if any(column.endswith(BEST) for column in paper.columns):
+        note += f"; 'Best' is momentum SGD without privacy at {mehta['best']['batch_fraction']:g} of n"
+    return [note + "."]
+
+
+def _table_notes(table: str, mehta: dict, section: dict) -> list[str]:
+    if table == "table3":
+        return [
+            "The paper's larger networks have no stand-in here; the 'Ours:' rows are every backbone of this workflow "
+            "at the largest batch, so the table still shows how our backbones compare."
+        ]
+    if table == "table4":
+        return [
+            f"Resolution rows: the paper's {mehta['table4']['paper_resolution']} px "
+            f"is our {section['backbones'][mehta['main']]['image_size']} px; "
+            + ", ".join(f"{k} -> {v} px" for k, v in mehta["table4"]["resolutions"].items())
+            + ". The paper prints 'Random Chance' for the LeCun normal initialisation.",
+            f"Epochs row: the paper's base trains 10 epochs, ours {mehta['epochs']:g}, "
+            f"so '10 epochs -> 1 epochs' is {mehta['epochs']:g} -> 1 here.",
+        ]
+    return []
+
+
 def mehta_table(
     table: str, results: dict, values: pd.DataFrame, section: dict, scale: str
 ) -> tuple[pd.DataFrame, str, list[str]]:
@@ -150,31 +214,17 @@ def mehta_table(
         frame = _table4(paper, cells)
     else:
         frame = _table5(paper, cells)
-    stand_ins = ", ".join(f"{model} -> {backbone}" for model, backbone in models.items())
-    datasets = ", ".join(f"{name} -> {ours}" for name, ours in mehta["datasets"].items())
+    shown_models, shown_datasets = _stand_ins(table, paper, mehta, models)
     notes = [
         f"Scale: {scale}. Ours: a linear head (zero init, bias -10 fixed, sigmoid cross-entropy, "
         f"clip {mehta['clip_norm']:g}) trained on cached features of a frozen backbone.",
-        f"Stand-ins: models {stand_ins or 'none'}; the main network (paper: ViT-H/14-4B) is {mehta['main']}; "
-        f"datasets {datasets}.",
-        f"Batch sizes are fractions of n: {', '.join(f'{k} -> {v:g}' for k, v in mehta['batch_sizes'].items())} "
-        "(2^k of ImageNet's 1,281,167); 'Best' is momentum SGD without privacy "
-        f"at {mehta['best']['batch_fraction']:g} of n.",
+        *_stand_in_notes(shown_models, shown_datasets),
+        *_batch_notes(table, paper, mehta),
         _lr_note(cells),
         _privacy_note(cells),
         feature_note(results),
         *_not_reproduced(paper, models),
+        *_table_notes(table, mehta, section),
+        *chance_notes(cells, results, section, shown_datasets),
     ]
-    if table == "table3":
-        notes.append(
-            "The paper's larger networks have no stand-in here; the 'Ours:' rows are every backbone of this workflow "
-            "at the largest batch, so the table still shows how our backbones compare."
-        )
-    if table == "table4":
-        notes.append(
-            f"Resolution rows: the paper's {mehta['table4']['paper_resolution']} px "
-            f"is our {section['backbones'][mehta['main']]['image_size']} px; "
-            + ", ".join(f"{k} -> {v} px" for k, v in mehta["table4"]["resolutions"].items())
-            + ". The paper prints 'Random Chance' for the LeCun normal initialisation."
-        )
     return frame, TITLES[table], notes

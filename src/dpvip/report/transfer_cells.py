@@ -5,9 +5,15 @@ accuracy; DP-RandP's probes have one learning rate per epsilon, so one group).""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+
+# A feature set's path (dpvip.plan.transfer.FeatureSet.path): backbone/dataset/<recipe>_<crop><size>[_x<views>].
+FEATURE_PATH = re.compile(
+    r"(?P<backbone>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^_/]+)_(?P<crop>[a-z]+)(?P<size>\d+)(?:_x\d+)?"
+)
 
 
 @dataclass(frozen=True)
@@ -61,3 +67,19 @@ def lr_curve(results: dict, row: str) -> list[tuple[float, float, float]]:
 def feature_note(results: dict) -> str:
     """Which cached features the study read (backbone/dataset/recipe_crop<size>[_x<views>])."""
     return "features: " + "; ".join(sorted({run["features"] for run in results["runs"]}))
+
+
+def feature_parts(path: str) -> dict[str, str]:
+    """'syn_vip_micro/digits/blocks4_inception32_x4' -> backbone, dataset, recipe, crop, size."""
+    match = FEATURE_PATH.fullmatch(path)
+    if not match:
+        raise ValueError(f"'{path}' is not a feature-set path (backbone/dataset/<recipe>_<crop><size>[_x<views>])")
+    return match.groupdict()
+
+
+def stand_in_label(results: dict, scale: str) -> str:
+    """'ours: syn_vip_micro on digits (embedded)': the backbones and datasets a study's runs read."""
+    parts = [feature_parts(run["features"]) for run in results["runs"]]
+    backbones = ", ".join(sorted({p["backbone"] for p in parts}))
+    datasets = ", ".join(sorted({p["dataset"] for p in parts}))
+    return f"ours: {backbones} on {datasets} ({scale})"

@@ -8,19 +8,9 @@ import math
 
 import pandas as pd
 
+from dpvip.report.chance import Chance, classes_of, flag_notes
+
 AP_COLUMNS = ("COCO AP box", "COCO AP mask")  # pycocotools gives AP in [0, 1]; the papers print points
-# Classes of the papers' datasets and of our stand-ins, for chance levels.
-CLASSES = {
-    "ImageNet-1K": 1000,
-    "Places-365": 365,
-    "Places-205": 205,
-    "iNat-2021": 10_000,
-    "Aircraft": 100,
-    "Caltech-101": 101,
-    "CIFAR-100": 100,
-    "scikit-learn digits": 10,
-}
-AT_CHANCE = 1.0  # points above chance within which an accuracy says nothing
 
 
 def in_paper_units(column: str, value: float) -> float:
@@ -28,11 +18,13 @@ def in_paper_units(column: str, value: float) -> float:
     return value * 100 if column in AP_COLUMNS and value is not None else value
 
 
-def chance(result: dict) -> float | None:
-    """The chance accuracy (%) of a classification result: 1 / classes of the data it ran on."""
-    data, evaluation = result.get("data", {}), result["evaluation"]
-    classes = CLASSES.get(data.get("stand_in", "")) or CLASSES.get(evaluation.get("dataset") or "")
-    return 100.0 / classes if classes else None
+def chance(result: dict) -> Chance | None:
+    """The chance level of a classification result, from the data it ran on."""
+    data, dataset = result.get("data", {}), result["evaluation"].get("dataset") or ""
+    classes = classes_of(dataset, data.get("classes"), data.get("stand_in"))
+    if not classes:
+        return None
+    return Chance(classes, data.get("test"), data.get("stand_in") or dataset)
 
 
 def random_baselines(results: list[dict]) -> dict[str, str]:
@@ -68,7 +60,7 @@ def reading_notes(results: list[dict], columns: list[str]) -> list[str]:
     for result in results:
         level, dataset = chance(result), result["evaluation"].get("dataset")
         if level is not None and dataset and set(result["columns"]) & set(columns):
-            levels[dataset] = f"{dataset} {level:g}% ({result.get('data', {}).get('stand_in') or dataset})"
+            levels[dataset] = f"{dataset} {level.level:g}% ({level.classes} classes of {level.data})"
     if levels:
         notes.append("Chance level (1 / classes): " + "; ".join(sorted(levels.values())) + ".")
     for backbone, arch in sorted(random_baselines(results).items()):
@@ -92,12 +84,11 @@ def _degenerate(results: list[dict], columns: list[str]) -> list[str]:
                 f"over {len(per_class)} classes."
             )
         level = chance(result)
-        for column, value in result["columns"].items():
-            if level is None or column not in columns or column in ("epsilon", "delta") or value is None:
-                continue
-            if value <= level + AT_CHANCE:
-                found.append(
-                    f"At chance: {backbone}'s {column} is {value:.2f}% against a chance level of {level:g}% "
-                    f"({evaluation['task']}): it has learned nothing measurable."
-                )
+        cells = {
+            f"{backbone} {column} ({evaluation['task']})": value
+            for column, value in result["columns"].items()
+            if column in columns and column not in ("epsilon", "delta") and value is not None
+        }
+        if level is not None and cells:
+            found += flag_notes(cells, level)
     return found
