@@ -97,15 +97,44 @@ def syn_vip_run(model):
 
 
 # DP pre-training runs (ViP step 2): the main runs and the ablations, checked here.
-from dpvip.plan.vip_runs import expand_runs, figure_runs
+from dpvip.plan.pretrain import shortened
+from dpvip.plan.vip_runs import expand_runs, figure_runs, synthetic_variants
 
 DP_PRETRAIN = f"{RESULTS}/dp_pretrain"
 DP = config["dp_pretrain"]
 DP_DATASET_EXAMPLES = config.get("data", {}).get(DP["dataset"], {}).get("images")
+# Shorter (Syn)-ViP pre-trainings of the ablation model, which Figure 3b's runs start from:
+# {run name: (model, epochs)}, trained by the same rule as the sizes of pretrain.syn_vip.
+SYN_VIP_VARIANTS = synthetic_variants(DP)
 try:
-    DP_RUNS = expand_runs(DP, SYN_VIP["models"], DP_DATASET_EXAMPLES, config["privacy"])
+    for _name, (_model, _epochs) in SYN_VIP_VARIANTS.items():
+        SYN_VIP_SETTINGS[_name] = syn_vip_settings(
+            shortened(SYN_VIP, _epochs),
+            _model,
+            SYNTHETIC_SPECS[SYN_VIP["dataset"]].images,
+        )
+    DP_RUNS = expand_runs(
+        DP,
+        [*SYN_VIP["models"], *SYN_VIP_VARIANTS],
+        DP_DATASET_EXAMPLES,
+        config["privacy"],
+    )
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
+
+
+def syn_vip_values(run):
+    """The pretrain.syn_vip section as one (Syn)-ViP run takes it (a variant: its epochs)."""
+    if run in SYN_VIP_VARIANTS:
+        return shortened(SYN_VIP, SYN_VIP_VARIANTS[run][1])
+    return SYN_VIP
+
+
+def syn_vip_model(run):
+    """The MAE size of a (Syn)-ViP run."""
+    return SYN_VIP_VARIANTS[run][0] if run in SYN_VIP_VARIANTS else run
+
+
 # On Slurm a DP run's processes start with srun, one torchrun per node meeting at a c10d
 # rendezvous (dpvip.train.launch). A multi-node run is an MPI-style job, which the slurm
 # executor leaves to launch itself; one node is a plain job (the executor's srun step).

@@ -136,8 +136,8 @@ rule figure_vip_dp_loss:
     params:
         runs=lambda wildcards: DP_FIGURES[wildcards.figure],
         # the legend says what the curves ran on: the scale and the private data's source
-        data=f"{config['scale']}; private data {DP['dataset']}: "
-        f"{config['data'][DP['dataset']].get('source', 'configured')}",
+        data=f"{config['scale']} scale; private set {DP['dataset']} "
+        f"(source: {config['data'][DP['dataset']].get('source', 'configured')})",
     script:
         "../workflow_scripts/figure_vip_dp_loss.py"
 

@@ -1,10 +1,11 @@
-# (Syn)-ViP: non-private MAE pre-training on synthetic images, one run per model size.
+# (Syn)-ViP: non-private MAE pre-training on synthetic images, one run per model size (and
+# the shorter pre-trainings of dp_pretrain.ablations.synthetic_epochs: syn_vip_<model>_e<epochs>).
 # A run resumes from its own results/pretrain/syn_vip_<model>/work/state.pt, so a job that
 # was killed (time limit, preemption, crash) continues where it stopped when rerun.
 
 
 wildcard_constraints:
-    model="|".join(SYN_VIP["models"]),
+    model="|".join([*SYN_VIP["models"], *SYN_VIP_VARIANTS]),
 
 
 rule syn_vip:
@@ -24,7 +25,8 @@ rule syn_vip:
     resources:
         gpu=SYN_VIP["gpus"],
     params:
-        settings=SYN_VIP,
+        settings=lambda wildcards: syn_vip_values(wildcards.model),
+        size=lambda wildcards: syn_vip_model(wildcards.model),
         processes=max(1, SYN_VIP["gpus"]),
         run=lambda wildcards: syn_vip_run(wildcards.model),
     script:

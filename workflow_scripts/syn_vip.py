@@ -11,7 +11,7 @@ from dpvip.plan.pretrain import PretrainSettings, training_values
 
 with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
-    model, run = snakemake.wildcards.model, Path(snakemake.params.run)
+    model, run = snakemake.params.size, Path(snakemake.params.run)
     values = training_values(snakemake.params.settings)
     if snakemake.params.processes == 1:
         pretrain_mae(PretrainSettings.from_config(values, model), snakemake.input.index, run)

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from dpvip.errors import DpvipInputError
-from dpvip.plan.vip_runs import expand_runs, figure_runs
+from dpvip.plan.pretrain import shortened
+from dpvip.plan.vip_runs import expand_runs, figure_runs, synthetic_variants
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"image_size": 32, "patch_size": 4, "steps": 24, "batch_size": 512, "warmup_steps": 4}
@@ -61,7 +62,8 @@ def test_batch_ablation_keeps_the_number_of_per_example_gradients():
 
 def test_the_paper_config_expands_to_vip_s_runs():
     paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
-    runs = expand_runs(paper["dp_pretrain"], paper["pretrain"]["syn_vip"]["models"], 233_000_000)
+    syn_vip = [*paper["pretrain"]["syn_vip"]["models"], *synthetic_variants(paper["dp_pretrain"])]
+    runs = expand_runs(paper["dp_pretrain"], syn_vip, 233_000_000)
     assert runs["vip_base"].values["batch_size"] == 98304 and runs["vip_base"].values["steps"] == 6100
     assert runs["vip_base_b8192"].values["steps"] == 73200 and runs["vip_base_b32768"].values["steps"] == 18300
     assert {"vip_base_n2000000", "vip_base_n23000000", "vip_base_dec1", "vip_base_dec8", "vip_base_mask25"} <= set(runs)
@@ -71,6 +73,26 @@ def test_the_paper_config_expands_to_vip_s_runs():
     assert figures["vip_figure3a"] == ["vip_base_n2000000", "vip_base_n23000000", "vip_base"]
     assert figures["vip_figure4b"] == ["vip_base_b8192", "vip_base_b32768", "vip_base"]
     assert figures["vip_figure4a"] == [f"vip_{m}" for m in ("base", "nano", "tiny", "small", "large")]
+    assert figures["vip_figure3b"] == ["vip_base", "vip_base_syn_e20", "vip_base_random"]
+    assert runs["vip_base_syn_e20"].init == "base_e20"  # a (Syn)-ViP-Base of 20 epochs
+
+
+def test_a_shorter_synthetic_pretraining_is_its_own_syn_vip_run():
+    """Figure 3b's ablation: the ablation model from a (Syn)-ViP of fewer epochs, with the
+    same share of warm-up; its (Syn)-ViP run must exist before the DP run is accepted."""
+    dp = section(ablations={"synthetic_epochs": [2]})
+    assert synthetic_variants(dp) == {"micro_e2": ("micro", 2)}
+    runs = expand_runs(dp, ["micro", "micro_e2"], 8192)
+    assert runs["vip_micro_syn_e2"].init == "micro_e2" and runs["vip_micro_syn_e2"].model == "micro"
+    assert runs["vip_micro_syn_e2"].values == runs["vip_micro"].values  # only the start differs
+    assert figure_runs(dp, runs, 8192)["vip_figure3b"] == ["vip_micro", "vip_micro_syn_e2"]
+    assert shortened({"epochs": 8, "warmup_epochs": 1, "blr": 1e-3}, 2) == {
+        "epochs": 2,
+        "warmup_epochs": 0.25,
+        "blr": 1e-3,
+    }
+    with pytest.raises(DpvipInputError, match="micro_e2"):
+        expand_runs(dp, ["micro"], 8192)
 
 
 def test_a_run_from_a_syn_vip_model_that_is_not_trained_is_refused():

@@ -18,7 +18,7 @@ from dpvip.plan.dprandp_rows import FIGURES as DPRANDP_FIGURES
 from dpvip.plan.dprandp_rows import TABLES as DPRANDP_TABLES
 from dpvip.plan.transfer import MEHTA_FIGURES, MEHTA_HYPERPARAMETER_TABLES, MEHTA_TABLES, PROBE_TABLES
 from dpvip.plan.vip_rows import VIP_TABLES
-from dpvip.plan.vip_runs import expand_runs, figure_runs
+from dpvip.plan.vip_runs import expand_runs, figure_runs, synthetic_variants
 from dpvip.report.coverage import (
     ITEMS,
     PAPERS,
@@ -57,7 +57,7 @@ def dp_figures() -> set[str]:
     assert re.search(r"DP_FIGURES = \{.*?figure_runs\(DP, DP_RUNS", COMMON, re.S)
     paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
     section, models = paper["dp_pretrain"], paper["pretrain"]["syn_vip"]["models"]
-    runs = expand_runs(section, models, 233_000_000)
+    runs = expand_runs(section, [*models, *synthetic_variants(section)], 233_000_000)
     return {name for name, members in figure_runs(section, runs, 233_000_000).items() if members}
 
 

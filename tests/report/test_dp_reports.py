@@ -59,3 +59,13 @@ def test_loss_figures_label_what_they_vary(figure):
     assert labels == expected
     x_first = axis.get_lines()[0].get_xdata()
     assert list(x_first) == ([10 * 128, 20 * 128] if figure == "vip_figure4b" else [10, 20])
+
+
+def test_a_run_says_which_initialisation_it_starts_from():
+    from dpvip.report.dp_tables import initialisation
+
+    assert initialisation("random") == "random init"
+    assert initialisation("results/pretrain/syn_vip_micro/model.pt") == "(Syn)-ViP init"
+    assert initialisation("results/pretrain/syn_vip_micro_e2/model.pt") == (
+        "(Syn)-ViP init, 2 epochs of synthetic pre-training"
+    )

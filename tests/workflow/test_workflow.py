@@ -78,11 +78,11 @@ COMMON_JOBS = {
 ALL_JOBS = COMMON_JOBS | {
     "synthetic_shard": 6,
     "synthetic_index": 3,
-    "syn_vip": 2,
+    "syn_vip": 2 + 1,  # micro and pico, and micro for 2 epochs (Figure 3b)
     "syn_vip_reconstructions": 2,
     "laion_natural_shard": 2,
     "laion_index": 1,
-    "dp_mae": 10,
+    "dp_mae": 10 + 1,  # and vip_micro_syn_e2
     "evaluate": 12 + 8 + 2 + 2 + 2,
     "coco_standin": 2,
     # DP-RandP on digits, epsilon 1 and 8, 3 seeds: DP-RandP, w/o Phase II, Phase II only and
@@ -101,10 +101,10 @@ ALL_JOBS = COMMON_JOBS | {
 PAPER_JOBS = COMMON_JOBS | {
     "synthetic_shard": 210 + 21 + 260 + 21,
     "synthetic_index": 4,
-    "syn_vip": 5,
+    "syn_vip": 5 + 1,  # and Base for 20 epochs (Figure 3b)
     "syn_vip_reconstructions": 5,
     "laion_index": 1,
-    "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2,
+    "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2 + 1,
     "evaluate": 123,
     # 5 seeds: CIFAR-10 (7 epsilons) x 4 variants, CIFAR-100 (5) and DermaMNIST (4) x 2;
     # Tables 10-12, Figure 6 (20 other Phase II steps) and Table 25 (9 other) at epsilon 1
@@ -408,7 +408,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     # them hold at this size: zero init against LeCun init (measured +15.6 points) and
     # epsilon 8 against 0.5 in one full-batch step (+38.3).
     overview = pd.read_csv(tmp_path / "results/tables/claims.csv", keep_default_na=False)
-    assert set(overview["verdict"]) <= {"held", "not held", "inconclusive", "not tested"} and len(overview) == 28
+    assert set(overview["verdict"]) <= {"held", "not held", "inconclusive", "not tested"} and len(overview) == 29
     untested = overview[overview["verdict"] == "not tested"]
     assert list(zip(untested["paper"], untested["claim"].str[:3])) == [
         ("ViP", "(l)"),

@@ -108,6 +108,13 @@ def training_values(section: dict) -> dict:
     return {key: value for key, value in section.items() if key not in WORKFLOW_KEYS}
 
 
+def shortened(section: dict, epochs: int) -> dict:
+    """The section for a shorter pre-training of `epochs` epochs, its warm-up the same share."""
+    full = section["epochs"]
+    warmup = section.get("warmup_epochs", PretrainSettings.warmup_epochs)
+    return section | {"epochs": epochs, "warmup_epochs": warmup * epochs / full}
+
+
 def syn_vip_settings(section: dict, model: str, dataset_images: int) -> PretrainSettings:
     """The settings of one (Syn)-ViP run from the workflow's config section, checked against
     the dataset size and the number of processes (one per GPU) before any job runs."""

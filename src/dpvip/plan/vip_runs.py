@@ -10,7 +10,10 @@ expanded into named runs (without importing torch, so the workflow checks them f
   per-example gradients, stays the main run's ("the same computational budget");
 - decoder depth and mask ratio (Table 11): `vip_<m>_dec<d>` and `vip_<m>_mask<percent>`;
 - privacy budget (Table 8): `vip_<m>_eps<epsilon>`, each with its own T ("the same training
-  hyperparameters ... except for the noise multiplier and total iterations").
+  hyperparameters ... except for the noise multiplier and total iterations");
+- synthetic pre-training length (Figure 3b: 20 against 900 epochs): `vip_<m>_syn_e<epochs>`,
+  from a (Syn)-ViP of the ablation model pre-trained for `epochs` (`<m>_e<epochs>`, see
+  `synthetic_variants`).
 
 `<m>` is the ablation model (ViP: Base). A point equal to the main run (the whole dataset,
 the main batch size, the default decoder depth or mask ratio) is the main run itself.
@@ -25,7 +28,26 @@ from dpvip.models import mae_size, mae_variant
 from dpvip.privacy import check_delta, run_options
 from dpvip.plan.dp_pretrain import DPPretrainSettings
 
-ABLATIONS = ("dataset_size", "random_init", "model_size", "batch_size", "decoder_depth", "mask_ratio", "epsilon")
+ABLATIONS = (
+    "dataset_size",
+    "random_init",
+    "model_size",
+    "batch_size",
+    "decoder_depth",
+    "mask_ratio",
+    "epsilon",
+    "synthetic_epochs",
+)
+
+
+def synthetic_variants(section: dict) -> dict[str, tuple[str, int]]:
+    """{(Syn)-ViP run name: (model, epochs)} of the shorter synthetic pre-trainings the
+    `synthetic_epochs` ablation starts from: `<ablation model>_e<epochs>`."""
+    anchor = ablation_model(section)
+    return {
+        f"{anchor}_e{epochs}": (anchor, int(epochs))
+        for epochs in section.get("ablations", {}).get("synthetic_epochs", [])
+    }
 
 
 @dataclass(frozen=True)
@@ -125,6 +147,8 @@ def expand_runs(
                 steps=steps,
                 warmup_steps=min(main.warmup_steps, steps),
             )
+    for name, (model, epochs) in synthetic_variants(section).items():
+        add(f"vip_{anchor}_syn_e{epochs}", anchor, name, "synthetic_epochs", epochs)
     return runs
 
 
@@ -144,7 +168,11 @@ def figure_runs(section: dict, runs: dict[str, DPRun], dataset_examples: int | N
     batches = [name for name in runs if name.startswith(f"vip_{anchor}_b")]
     members = {
         "vip_figure3a": [*sizes, main],
-        "vip_figure3b": [main, f"vip_{anchor}_random"],
+        "vip_figure3b": [
+            main,
+            *(f"vip_{anchor}_syn_e{e}" for e in ablations.get("synthetic_epochs", [])),
+            f"vip_{anchor}_random",
+        ],
         "vip_figure4a": [_main_name(m) for m in dict.fromkeys([*section["models"], *ablations.get("model_size", [])])],
         "vip_figure4b": sorted([*batches, main], key=lambda name: runs[name].values.get("batch_size", 0)),
         "vip_figure7": [f"vip_{m}_random" for m in ablations.get("random_init", [])],

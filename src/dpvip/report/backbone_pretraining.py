@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dpvip.models import mae_parameters
 from dpvip.plan.dp_pretrain import DPPretrainSettings
-from dpvip.plan.vip_runs import expand_runs
+from dpvip.plan.vip_runs import expand_runs, synthetic_variants
 
 DPRANDP_MAIN = "main"  # dp_transfer's name of DP-RandP's main Phase I run
 
@@ -37,7 +37,7 @@ def _syn_vip(model: str, s: dict) -> dict:
 def _dp_mae(name: str, stages: dict) -> dict:
     """A ViP run: its (Syn)-ViP start (the public pre-training), then DP-MAE on the private set."""
     section = stages["dp_pretrain"]
-    run = expand_runs(section, stages["syn_vip"]["models"], None).get(name)
+    run = expand_runs(section, [*stages["syn_vip"]["models"], *synthetic_variants(section)], None).get(name)
     if run is None:
         return {}
     settings = DPPretrainSettings.from_config(run.values, run.model)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from dpvip.report.dp_tables import initialisation
 from dpvip.report.pretrain_figures import loss_curves
 
 
@@ -19,14 +20,14 @@ def _label(figure: str, run: str, privacy: dict) -> str:
     model = run.removeprefix("vip_").removesuffix("_random")
     return {
         "vip_figure3a": f"n={_millions(privacy['examples'])}, {sigma}",
-        "vip_figure3b": "random init" if privacy["init"] == "random" else "(Syn)-ViP init",
+        "vip_figure3b": initialisation(privacy["init"]),
         "vip_figure4b": f"B={batch:,}, {sigma}",
     }.get(figure, model)
 
 
 FIGURES = {  # title, legend title, x axis
     "vip_figure3a": ("ViP Fig. 3a: training samples n at equal ε", "dataset", "step"),
-    "vip_figure3b": ("ViP Fig. 3b: (Syn)-ViP vs random initialisation", "initialisation", "step"),
+    "vip_figure3b": ("ViP Fig. 3b: (Syn)-ViP (full and short) vs random initialisation", "initialisation", "step"),
     "vip_figure4a": ("ViP Fig. 4a: model size, (Syn)-ViP initialisation", "model", "step"),
     "vip_figure4b": ("ViP Fig. 4b: batch size at equal compute and ε", "batch", "examples"),
     "vip_figure7": ("ViP Fig. 7: model size, random initialisation", "model", "step"),

@@ -5,10 +5,20 @@ multiplier our accountant calibrated beside the one ViP printed for the same (B,
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
 from dpvip.report.paper_values import paper_table
+
+
+def initialisation(init: str) -> str:
+    """'random init', or the (Syn)-ViP checkpoint a run starts from (a shorter one names its epochs)."""
+    if init == "random":
+        return "random init"
+    shorter = re.search(r"syn_vip_\w+_e(\d+)/", init)
+    return f"(Syn)-ViP init, {shorter.group(1)} epochs of synthetic pre-training" if shorter else "(Syn)-ViP init"
+
 
 NOTES = [
     "σ (ours) is calibrated before training from (ε, δ = 1/(2n), q = B/n, T) with the run's accountant; "
@@ -36,7 +46,7 @@ def vip_dp_runs(runs: dict[str, tuple[dict, list[dict]]], values: pd.DataFrame) 
         rows.append(
             {
                 "run": name,
-                "init": "random" if privacy["init"] == "random" else "(Syn)-ViP",
+                "init": initialisation(privacy["init"]).removesuffix(" init"),
                 "n": n,
                 "B": batch,
                 "T": privacy["planned_steps"],
