@@ -457,6 +457,7 @@ def privacy_sources():
     sources["claims"] = sorted(
         {p for name in CLAIM_TABLES.values() for p in sources[name]}
     )
+    sources["README"] = sources["claims"]  # the bundle's README opens with the claims
     return sources
 
 
