@@ -33,7 +33,7 @@ CLAIMS = {
         "Tab. 4: zero init -> LeCun normal init drops ViT-H/14-4b to chance (-81 points)",
     ),
     "d": (
-        "Accuracy grows with epsilon, and a single full-batch step of the last layer already reaches it",
+        "Accuracy grows with epsilon when the last layer takes one full-batch DP step",
         "Figure 1b, Table 5",
         "Fig. 1b (one step, ViT-H/14-4b): 47.9 at epsilon 0.25 -> 81.0 at 10; Tab. 5 ImageNet-1k 19.0 at 0.5 "
         "-> 72.4 at 8",
