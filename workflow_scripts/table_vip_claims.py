@@ -8,6 +8,7 @@ from dpvip.plan.vip_evaluations import Evaluation
 from dpvip.report.privacy_notes import randomness_notes
 from dpvip.report.tables import write_table
 from dpvip.report.vip_claims import vip_claims_table
+from dpvip.train.metrics import read_metrics
 
 with workflow_job(snakemake.log[0]):
     results = {}
@@ -15,7 +16,7 @@ with workflow_job(snakemake.log[0]):
         result = json.loads(Path(path).read_text())
         results[Evaluation(**result["evaluation"]).path] = result
     losses = {
-        Path(path).parent.name: [json.loads(line).get("loss") for line in Path(path).read_text().splitlines() if line]
+        Path(path).parent.name: [record.get("loss") for record in read_metrics(path)]
         for path in snakemake.input.metrics
     }
     privacy = [json.loads(Path(path).read_text()) for path in snakemake.input.privacy]
