@@ -4,7 +4,7 @@ from pathlib import Path
 
 from dpvip.logs import workflow_job
 from dpvip.report.dprandp_tables import read_results
-from dpvip.report import dprandp_figures
+from dpvip.report import dprandp_budget_figures, dprandp_figures
 from dpvip.report.figures import save_figure
 from dpvip.report.paper_values import load_paper_values
 
@@ -12,5 +12,8 @@ with workflow_job(snakemake.log[0]):
     p = snakemake.params
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     results = read_results(p.runs, snakemake.input.results)
-    draw = getattr(dprandp_figures, snakemake.wildcards.figure)
+    # Figures 6 and 7 (the budget's share) account in their own module; 2, 4 and 5 stay light
+    draw = getattr(dprandp_budget_figures, snakemake.wildcards.figure, None) or getattr(
+        dprandp_figures, snakemake.wildcards.figure
+    )
     save_figure(draw(p.plan, results, values, p.scale), snakemake.output[0])

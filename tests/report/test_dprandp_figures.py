@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dpvip.report.dprandp_figures import (
-    figure2,
-    figure4,
-    figure5,
-    figure6,
-    figure7,
-    paper_sweeps,
-    phase2_share,
-)
+from dpvip.report.dprandp_budget_figures import figure6, figure7, paper_sweeps, phase2_share
+from dpvip.report.dprandp_figures import figure2, figure4, figure5
 from dpvip.report.figures import save_figure
 
 sys.path.insert(0, str(Path(__file__).parent))

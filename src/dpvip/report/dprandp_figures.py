@@ -1,6 +1,6 @@
 """DP-RandP Figures 2 (accuracy against ε, with previous work), 4 (warm against cold start
-along σ), 5 (warm against cold training curves at two budgets), 6 (accuracy against the share
-of the budget spent in Phase II) and 7 (that share against ε).
+along σ) and 5 (warm against cold training curves at two budgets), and the plotting the
+budget-share Figures 6 and 7 (`dprandp_budget_figures`) share with them.
 
 The paper's numbers (from config/paper_values/dprandp.csv) are dashed lines, ours solid with
 the std over seeds as error bars. Ours are the EMA model's test accuracy of the runs of
@@ -10,7 +10,6 @@ ledgers); `results` maps `PrivateRun.path` to the result JSON.
 
 from __future__ import annotations
 
-import functools
 import math
 import textwrap
 
@@ -45,14 +44,6 @@ FIGURE2_PAPER = {
 OTHER_COLORS = {"Tramèr and Boneh [61]": "tab:purple", "Hölzl et al. [35]": "tab:brown"}
 FIGURE4_PAPER = {"warm": ("table6", "Accuracy(%)"), "cold": ("table11", COLD_ROW)}
 CURVE_VARIANTS = {"warm": "w/o Phase II", "cold": "Phase III only"}  # Figure 5's legend
-SWEEP_TABLES = {"table17": 2.0, "table18": 3.0, "table19": 4.0, "table20": 6.0, "table21": 8.0}  # Tables 17-21: epsilon
-PAPER_SAMPLE_RATE = 4096 / 50000  # CIFAR-10, batch 4096
-PAPER_STEPS_PER_EPOCH = 12  # the paper's count (96 steps = 8 epochs)
-PAPER_DELTA = 1e-5
-# The paper's shares (Figures 6 and 7) used Gopi et al.'s PRV accountant: ~8 s for Tables
-# 17-21 here, against ~2 s for RDP, whose ratios are within 0.005 of PRV's on these settings
-# (Figure 7: 0.3065 against 0.3099 at ε = 1, 0.1706 against 0.1675 at ε = 8); captions say which.
-SHARE_ACCOUNTANT = "rdp"
 
 
 def paper_row(values: pd.DataFrame, table: str, row: str, prefix: str = "epsilon=") -> dict:
@@ -69,11 +60,11 @@ def paper_by_epsilon(values: pd.DataFrame, table: str, row: str) -> dict[float, 
     return {parse_epsilon(k): v for k, v in paper_row(values, table, row).items()}
 
 
-def _stats(runs: list[PrivateRun], results: dict[str, dict]) -> tuple[float, float]:
+def run_stats(runs: list[PrivateRun], results: dict[str, dict]) -> tuple[float, float]:
     return mean_std(run_values(runs, results))
 
 
-def _plot(axis, points: dict[float, tuple[float, float]], color: str, label: str, paper: bool) -> None:
+def plot_points(axis, points: dict[float, tuple[float, float]], color: str, label: str, paper: bool) -> None:
     """One line through finite x (points: {x: (mean, std)}), NaN means dropped."""
     xs = sorted(x for x, (mean, _) in points.items() if not math.isnan(mean))
     if not xs:
@@ -88,7 +79,7 @@ def _plot(axis, points: dict[float, tuple[float, float]], color: str, label: str
     axis.errorbar(xs, means, yerr=None if paper else errors, color=color, label=label, **style)
 
 
-def _finish(
+def finish_figure(
     figure: plt.Figure,
     axis,
     name: str,
@@ -126,7 +117,7 @@ def figure2(
     linear probing (Tab. 4, ε ≥ 1) and previous work (Tab. 1), and our series; ε = ∞ sits at
     its own tick on the right."""
     ours = {
-        name: {e: _stats(runs, results) for e, runs in cells.items()}
+        name: {e: run_stats(runs, results) for e, runs in cells.items()}
         for name, cells in figure_runs(plan, "figure2").items()
     }
     paper = {
@@ -141,14 +132,14 @@ def figure2(
 
     figure, axis = plt.subplots(figsize=(9, 4.6))
     for name, points in paper.items():
-        _plot(
+        plot_points(
             axis,
             x_of({e: v for e, v in points.items() if math.isfinite(e)}),
             COLORS.get(name, OTHER_COLORS.get(name)),
             f"{name} (paper, {FIGURE2_PAPER[name][0].replace('table', 'Tab. ')})",
             paper=True,
         )
-        _plot(
+        plot_points(
             axis,
             x_of({e: v for e, v in points.items() if math.isinf(e)}),
             COLORS.get(name, OTHER_COLORS.get(name)),
@@ -156,14 +147,14 @@ def figure2(
             paper=True,
         )
     for name, points in ours.items():
-        _plot(
+        plot_points(
             axis,
             x_of({e: v for e, v in points.items() if math.isfinite(e)}),
             COLORS[name],
             f"{name} (ours)",
             paper=False,
         )
-        _plot(axis, x_of({e: v for e, v in points.items() if math.isinf(e)}), COLORS[name], None, paper=False)
+        plot_points(axis, x_of({e: v for e, v in points.items() if math.isinf(e)}), COLORS[name], None, paper=False)
     axis.axvline((finite[-1] + inf_x) / 2, color="grey", linestyle=":", linewidth=1)
     axis.set_xticks([*finite, inf_x], [*map(epsilon_label, finite), "∞"])
     caption = " ".join(
@@ -174,7 +165,7 @@ def figure2(
             *conflict_notes(paper_values, set(FIGURE2_PAPER.values())),
         ]
     )
-    return _finish(
+    return finish_figure(
         figure,
         axis,
         "Fig. 2",
@@ -225,14 +216,14 @@ def figure4(
             for e, v in paper_by_epsilon(paper_values, table, row).items()
             if math.isinf(e) or e in sigmas
         }
-        _plot(
+        plot_points(
             axis, points, COLORS[init], f"{init} (paper, {table.replace('table', 'Tab. ')} at Tab. 13's σ)", paper=True
         )
         lines[("paper", init)] = points
     for init, cells in figure_runs(plan, "figure4").items():
-        points = {_sigma(e, runs, results): _stats(runs, results) for e, runs in cells.items()}
+        points = {_sigma(e, runs, results): run_stats(runs, results) for e, runs in cells.items()}
         points = {x: v for x, v in points.items() if not math.isnan(x)}
-        _plot(axis, points, COLORS[init], f"{init} (ours)", paper=False)
+        plot_points(axis, points, COLORS[init], f"{init} (ours)", paper=False)
         lines[("ours", init)] = points
     _gaps(axis, lines[("paper", "warm")], lines[("paper", "cold")], "grey", paper=True)
     _gaps(axis, lines[("ours", "warm")], lines[("ours", "cold")], "black", paper=False)
@@ -242,7 +233,7 @@ def figure4(
             *conflict_notes(paper_values, set(FIGURE4_PAPER.values())),
         ]
     )
-    return _finish(
+    return finish_figure(
         figure,
         axis,
         "Fig. 4",
@@ -280,7 +271,7 @@ def figure5(
                 continue
             steps, mean, std = mean_curve([results[r.path]["curve"] for r in done])
             color, solid = COLORS[init], epsilon == epsilons[0]
-            accuracy, _ = _stats(done, results)
+            accuracy, _ = run_stats(done, results)
             done_runs |= {r.path: results[r.path] for r in done}
             label = (
                 f"{init} ({CURVE_VARIANTS[init]}), ε = {epsilon_label(epsilon)}, "
@@ -302,7 +293,7 @@ def figure5(
         + ", ".join(f"{lr:g} at ε = {epsilon_label(e)}" for e, lr in learning_rates.items())
         + ". Test accuracy is recorded only at the end of a run (in the legend)."
     )
-    return _finish(
+    return finish_figure(
         figure,
         axis,
         "Fig. 5",
@@ -313,172 +304,4 @@ def figure5(
         caption,
         ylabel="training loss (cross-entropy)",
         key=f"ours at {{scale}} scale: solid ε = {epsilon_label(epsilons[0])} (most noise){dashed} ({{data}})",
-    )
-
-
-@functools.lru_cache(maxsize=512)
-def _paper_epsilon(sigma: float, steps: int, accountant: str) -> float:
-    # Only Figures 6 and 7 account (the paper's shares), and only they pay for importing the
-    # accountants (opacus, hence torch): Figures 2, 4 and 5 stay light jobs.
-    from dpvip.privacy import accounting
-
-    return accounting.epsilon([accounting.Mechanism(PAPER_SAMPLE_RATE, sigma, steps)], PAPER_DELTA, accountant).epsilon
-
-
-def phase2_share(sigma: float, total: int, phase2_steps: int, accountant: str = SHARE_ACCOUNTANT) -> float:
-    """ε of the first `phase2_steps` over ε of all `total` steps, in the paper's setting."""
-    if phase2_steps <= 0:
-        return 0.0
-    if phase2_steps >= total:
-        return 1.0
-    return _paper_epsilon(sigma, phase2_steps, accountant) / _paper_epsilon(sigma, total, accountant)
-
-
-def paper_schedule(paper_values: pd.DataFrame) -> tuple[dict[float, float], ...]:
-    """The paper's CIFAR-10 schedule (Table 13), each {ε: value}: σ, total steps N, Phase II steps N_1."""
-    return tuple(paper_by_epsilon(paper_values, "table13", row) for row in ("σ", "Total Steps", "Steps in Phase II"))
-
-
-def paper_sweeps(paper_values: pd.DataFrame, accountant: str = SHARE_ACCOUNTANT) -> dict[float, dict[float, float]]:
-    """{ε: {share of ε in Phase II: accuracy}}: Tables 17-21, plus ε = 1's two points (Tab. 6
-    at 0 steps, Tab. 1 at Table 13's 96 steps)."""
-    sigmas, totals, phase2 = paper_schedule(paper_values)
-
-    def share(epsilon: float, steps: float) -> float:
-        return phase2_share(sigmas[epsilon], int(totals[epsilon]), int(min(steps, totals[epsilon])), accountant)
-
-    sweeps = {
-        1.0: {
-            0.0: paper_by_epsilon(paper_values, "table6", "Accuracy(%)")[1.0],
-            share(1.0, phase2[1.0]): paper_by_epsilon(paper_values, "table1", "DP-RandP")[1.0],
-        }
-    }
-    for table, epsilon in SWEEP_TABLES.items():
-        row = paper_row(paper_values, table, "Accuracy (%)", prefix="Epochs for Phase II=")
-        sweeps[epsilon] = {share(epsilon, PAPER_STEPS_PER_EPOCH * float(k)): v for k, v in row.items()}
-    return sweeps
-
-
-def _run_share(run: PrivateRun, result: dict) -> float:
-    """ε spent in Phase II over ε spent (Phase II's share of the steps when ε = ∞)."""
-    privacy = result["privacy"]
-    if run.phase2_steps == 0:
-        return 0.0
-    if privacy.get("epsilon_spent") is None:
-        return run.phase2_steps / result["steps"]
-    return privacy["epsilon_phase2"] / privacy["epsilon_spent"]
-
-
-def figure6(
-    plan: DPRandPPlan,
-    results: dict[str, dict],
-    paper_values: pd.DataFrame,
-    scale: str = "embedded",
-    accountant: str = SHARE_ACCOUNTANT,
-) -> plt.Figure:
-    """Accuracy against ε_Phase II / ε: our warm sweep (`dprandp.ablations.figure6`) and the
-    paper's Tables 17-21 (x by `accountant` in the paper's setting: q = 4096/50000, Table 13's
-    σ and steps, 12 steps an epoch)."""
-    figure, axis = plt.subplots(figsize=(8.5, 4.4))
-    sweeps = paper_sweeps(paper_values, accountant)
-    colors = plt.cm.viridis(np.linspace(0, 0.9, len(sweeps)))
-    source = {epsilon: table.replace("table", "Tab. ") for table, epsilon in SWEEP_TABLES.items()}
-    for color, (epsilon, points) in zip(colors, sweeps.items()):
-        _plot(
-            axis,
-            {x: (v, math.nan) for x, v in points.items()},
-            color,
-            f"ε = {epsilon_label(epsilon)} (paper, {source.get(epsilon, 'Tab. 6 / Tab. 1')})",
-            paper=True,
-        )
-    epsilon, _ = plan.sweep("figure6")
-    ours = {}
-    for runs in figure_runs(plan, "figure6")["warm"].values():
-        done = [r for r in runs if r.path in results]
-        if done:
-            ours[float(np.mean([_run_share(r, results[r.path]) for r in done]))] = _stats(done, results)
-    _plot(axis, ours, "black", f"ε = {epsilon_label(epsilon)} (ours)", paper=False)
-    caption = (
-        f"Paper's x: {accountant.upper()} accounting of N1 = min(12 × epochs, N) of Tab. 13's N steps "
-        "at its σ, q = 4096/50000, δ = 1e-5 "
-        f"(the paper used PRV{'' if accountant == 'prv' else '; RDP ratios are within 0.005 of it here'}); "
-        "ours: each run's own ε_Phase II / ε_spent."
-    )
-    return _finish(
-        figure,
-        axis,
-        "Fig. 6",
-        "share of the budget spent in Phase II (CIFAR-10, warm start)",
-        "ε spent in Phase II / ε",
-        scale,
-        results,
-        caption,
-    )
-
-
-def paper_shares(paper_values: pd.DataFrame, accountant: str = SHARE_ACCOUNTANT) -> dict[float, float]:
-    """{ε: ε_1 / ε} of the paper's CIFAR-10 schedule (Figure 7, which prints no numbers):
-    Appendix E's rule, N_1 = Table 13's Phase II steps of its N steps at its σ, q = 4096/50000."""
-    sigmas, totals, phase2 = paper_schedule(paper_values)
-    return {e: phase2_share(sigmas[e], int(totals[e]), int(phase2[e]), accountant) for e in sigmas}
-
-
-def figure7(
-    plan: DPRandPPlan,
-    results: dict[str, dict],
-    paper_values: pd.DataFrame,
-    scale: str = "embedded",
-    accountant: str = SHARE_ACCOUNTANT,
-) -> plt.Figure:
-    """ε_1 / ε, the share of the budget spent in Phase II, against the total ε: the paper's
-    (`paper_shares`) and ours (each DP-RandP run's ε spent in Phase II over ε spent, from its
-    ledger), each point of ours labelled with our schedule's N_1 / N."""
-    figure, axis = plt.subplots(figsize=(8.5, 4.4))
-    paper = paper_shares(paper_values, accountant)
-    _plot(axis, {e: (v, math.nan) for e, v in paper.items()}, COLORS[WARM_FULL], "DP-RandP (paper, Tab. 13)", True)
-    ours = {}
-    for epsilon, runs in figure_runs(plan, "figure7")[WARM_FULL].items():
-        done = [r for r in runs if r.path in results and results[r.path]["privacy"].get("epsilon_spent")]
-        if done:
-            ours[epsilon] = mean_std([_run_share(r, results[r.path]) for r in done])
-    _plot(axis, ours, COLORS[WARM_FULL], "DP-RandP (ours, the runs' ledgers)", False)
-    for epsilon, (share, _) in ours.items():
-        entry = plan.entry(MAIN_TASK, epsilon)
-        axis.annotate(
-            f"{entry.phase2_steps}/{entry.steps}",
-            (epsilon, share),
-            xytext=(5, 5),
-            textcoords="offset points",
-            fontsize=7,
-        )
-    _, totals, phase2 = paper_schedule(paper_values)
-    for epsilon, share in paper.items():
-        axis.annotate(
-            f"{phase2[epsilon]:g}/{totals[epsilon]:g}",
-            (epsilon, share),
-            xytext=(4, -10),
-            textcoords="offset points",
-            fontsize=6,
-            color=COLORS[WARM_FULL],
-        )
-    axis.set_ylim(0, 1)
-    unshared = [e for e in plan.epsilons(MAIN_TASK) if math.isinf(e)]
-    caption = (
-        f"Paper: Appendix E's rule (Fig. 7 prints no numbers): ε_1 = {accountant.upper()} ε of the first N_1 "
-        "(Tab. 13's Phase II steps) of its N steps at its σ, q = 4096/50000, δ = 1e-5 "
-        f"(the paper used PRV{'' if accountant == 'prv' else '; RDP ratios are within 0.005 of it here'}). "
-        "Ours: ε_Phase II / ε_spent of each run's own ledger (its accountant, q = B/n, σ), mean over seeds. "
-        "Labels: N_1/N, the Phase II steps of all the steps."
-        + (" ε = ∞ (no noise) has no budget to share and is not drawn." if unshared else "")
-    )
-    return _finish(
-        figure,
-        axis,
-        "Fig. 7",
-        "share of the budget spent in Phase II against the total ε (CIFAR-10)",
-        "ε (δ = 1e-5)",
-        scale,
-        results,
-        caption,
-        ylabel="ε_1 / ε (Phase II's share)",
     )
