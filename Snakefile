@@ -14,6 +14,7 @@ report: os.environ.get("DPVIP_REPORT_FRONT", "report/workflow.rst")
 
 
 include: "rules/common.smk"
+include: "rules/reports.smk"
 include: "rules/privacy.smk"
 include: "rules/synthetic.smk"
 include: "rules/data.smk"
