@@ -18,7 +18,7 @@ import torch
 
 import dpvip.privacy.step as step_module
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.auditing import one_run_epsilon, one_run_guesses
+from dpvip.privacy import auditing
 from dpvip.privacy.canaries import AuditMechanism, audit_run
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.noise import privatize
@@ -33,8 +33,7 @@ SEEDED = RunRandomness.seeded(2024)  # NOT private: a repeatable audit for the t
 
 
 def one_run_bound(run) -> float:
-    guesses = one_run_guesses(run.scores, run.included, GUESSES, GUESSES)
-    return one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, MECHANISM.delta)
+    return auditing.one_run_bound(run.scores, run.included, GUESSES, MECHANISM.delta)[1]
 
 
 def test_scores_have_the_promised_law():

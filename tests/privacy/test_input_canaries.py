@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.auditing import one_run_epsilon, one_run_guesses
+from dpvip.privacy.auditing import one_run_bound
 from dpvip.privacy.canaries import AuditMechanism
 from dpvip.privacy.input_canaries import black_box_run, classifier_data, free_positions
 from dpvip.privacy.randomness import RunRandomness
@@ -22,8 +22,7 @@ CANARIES, GUESSES = 700, 50
 
 
 def bound(run, delta: float) -> float:
-    guesses = one_run_guesses(run.scores, run.included, GUESSES, GUESSES)
-    return one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, delta)
+    return one_run_bound(run.scores, run.included, GUESSES, delta)[1]
 
 
 def test_the_canaries_dots_lie_where_no_digit_is():

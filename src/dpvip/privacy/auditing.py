@@ -96,6 +96,14 @@ def one_run_guesses(scores: np.ndarray, included: np.ndarray, k_in: int, k_out: 
     return Guesses(len(scores), k_in + k_out, right)
 
 
+def one_run_bound(
+    scores: np.ndarray, included: np.ndarray, k: int, delta: float, confidence: float = 0.95
+) -> tuple[Guesses, float]:
+    """One run's guesses on its k highest and k lowest scores, and the epsilon they refute."""
+    guesses = one_run_guesses(scores, included, k, k)
+    return guesses, one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, delta, confidence)
+
+
 def clopper_pearson_upper(failures: int, trials: int, level: float) -> float:
     """One-sided upper confidence bound at 1 - level on a rate seen `failures` of `trials`."""
     from scipy import stats

@@ -35,8 +35,7 @@ from dpvip.privacy.auditing import (
     AuditSettings,
     check_canaries,
     gdp_epsilon,
-    one_run_epsilon,
-    one_run_guesses,
+    one_run_bound,
     tight_epsilon,
 )
 from dpvip.privacy.clipping import ClippedGradientSum
@@ -271,12 +270,12 @@ def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
     settings.check()
     runs = [audit_run(mechanism, settings.canaries, settings.width) for _ in range(settings.runs)]
     first = runs[0]
-    guesses = one_run_guesses(first.scores, first.included, settings.guesses, settings.guesses)
-    one_run = one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, mechanism.delta, settings.confidence)
+    guesses, one_run = one_run_bound(
+        first.scores, first.included, settings.guesses, mechanism.delta, settings.confidence
+    )
     black_box = black_box_run(mechanism, settings.black_box_canaries)
-    black_guesses = one_run_guesses(black_box.scores, black_box.included, settings.guesses, settings.guesses)
-    one_run_black = one_run_epsilon(
-        black_guesses.canaries, black_guesses.guesses, black_guesses.correct, mechanism.delta, settings.confidence
+    black_guesses, one_run_black = one_run_bound(
+        black_box.scores, black_box.included, settings.guesses, mechanism.delta, settings.confidence
     )
     inside = np.concatenate([run.scores[run.included] for run in runs])
     outside = np.concatenate([run.scores[~run.included] for run in runs])
