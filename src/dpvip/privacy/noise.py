@@ -21,6 +21,7 @@ import torch
 from dpvip.privacy.randomness import RunRandomness
 
 DRAWS = 4  # N(0, s^2) as (x1 + x2 + x3 + x4) / 2, as opacus' secure_mode draws it
+NOISE_CHUNK = 1 << 22  # coordinates drawn at a time (16 MiB of float32); part of the stream's layout
 
 
 def noise_generator(randomness: RunRandomness, step: int, device: torch.device, purpose: str = "noise"):
@@ -28,11 +29,23 @@ def noise_generator(randomness: RunRandomness, step: int, device: torch.device, 
     return torch.Generator(device=device).manual_seed(randomness.seed(purpose, step))
 
 
+def add_gaussian_noise_(values: torch.Tensor, std: float, generator: torch.Generator) -> torch.Tensor:
+    """values += N(0, std^2) per coordinate, in place, as DRAWS standard draws each scaled by
+    std / sqrt(DRAWS). Drawn chunk by chunk into one scratch buffer: the noise of a 100M-
+    parameter model then costs one chunk of memory, not several model-sized temporaries
+    (which also cost a page fault per 4 KiB on CPU)."""
+    flat = values.view(-1)
+    scratch = torch.empty(min(NOISE_CHUNK, flat.numel()), device=flat.device, dtype=flat.dtype)
+    for part in flat.split(NOISE_CHUNK):
+        draw = scratch[: part.numel()]
+        for _ in range(DRAWS):
+            part.add_(draw.normal_(generator=generator), alpha=std / DRAWS**0.5)
+    return values
+
+
 def gaussian_noise(shape: torch.Size | tuple, std: float, generator: torch.Generator) -> torch.Tensor:
-    total = torch.zeros(shape, device=generator.device, dtype=torch.float32)
-    for _ in range(DRAWS):
-        total += torch.randn(shape, generator=generator, device=generator.device, dtype=torch.float32)
-    return total * (std / DRAWS**0.5)
+    """N(0, std^2) values of `shape` (float32): the noise `add_gaussian_noise_` adds."""
+    return add_gaussian_noise_(torch.zeros(shape, device=generator.device, dtype=torch.float32), std, generator)
 
 
 def privatize(
@@ -49,6 +62,6 @@ def privatize(
     flat = torch.cat([total.reshape(-1).float() for total in sums])
     all_reduce(flat)
     if noise_multiplier > 0:
-        flat += gaussian_noise(flat.shape, noise_multiplier * clip_norm, generator)
+        add_gaussian_noise_(flat, noise_multiplier * clip_norm, generator)
     flat /= expected_batch_size
     return [part.view_as(total) for part, total in zip(flat.split([t.numel() for t in sums]), sums)]
