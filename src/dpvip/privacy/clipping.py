@@ -242,6 +242,20 @@ class ClippedGradientSum:
         # Dividing by K makes every backprop, hence every per-example gradient, a mean over views.
         total = losses.sum() if self.views == 1 else losses.sum() / self.views
         backprops = list(torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True))
+        # Norms and sums in float32 even under autocast (bf16 on GPUs): each example's share
+        # is then at most C up to float32 rounding; a bf16 norm would err by ~0.4%.
+        with torch.autocast(losses.device.type, enabled=False):
+            norms = self._norms(calls, backprops, examples, losses.device)
+            factors = clip_factors(norms, self.clip_norm)
+            for layer, call in calls:
+                if call.parts:
+                    self._layer_rules[layer][1](layer, call, factors, self._sum_of)
+                call.parts = {}
+        self.examples += examples
+        return losses.detach(), norms
+
+    def _norms(self, calls: list, backprops: list, examples: int, device: torch.device) -> torch.Tensor:
+        """Per-example gradient norms over every layer; keeps what each layer's sum needs."""
         squared = []
         for k, (layer, call) in enumerate(calls):
             call.output, call.backprops, backprops[k] = None, backprops[k], None  # one reference each
@@ -249,14 +263,7 @@ class ClippedGradientSum:
             if call.backprops is not None:  # a layer the loss did not use contributes nothing
                 squared += self._layer_rules[layer][0](layer, call)
             call.activations = call.backprops = None  # `parts` keeps what the sum needs
-        norms = torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(examples, device=losses.device)
-        factors = clip_factors(norms, self.clip_norm)
-        for layer, call in calls:
-            if call.parts:
-                self._layer_rules[layer][1](layer, call, factors, self._sum_of)
-            call.parts = {}
-        self.examples += examples
-        return losses.detach(), norms
+        return torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(examples, device=device)
 
     def reset(self) -> None:
         for total in self.sums:
