@@ -135,12 +135,15 @@ def syn_vip_model(run):
     return SYN_VIP_VARIANTS[run][0] if run in SYN_VIP_VARIANTS else run
 
 
-# On Slurm a DP run's processes start with srun, one torchrun per node meeting at a c10d
-# rendezvous (dpvip.train.launch). A multi-node run is an MPI-style job, which the slurm
-# executor leaves to launch itself; one node is a plain job (the executor's srun step).
-DP_LAUNCH = {"nodes": DP["nodes"]} | (
-    {"mpi": "srun", "tasks": DP["nodes"]} if DP["nodes"] > 1 else {}
-)
+# On Slurm a training run's processes start with srun, one torchrun per node meeting at a
+# c10d rendezvous (dpvip.train.launch). A multi-node run is an MPI-style job, which the
+# slurm executor leaves to launch itself; one node is a plain job (the executor's srun step).
+def launch_resources(nodes):
+    return {"nodes": nodes} | ({"mpi": "srun", "tasks": nodes} if nodes > 1 else {})
+
+
+DP_LAUNCH = launch_resources(DP["nodes"])
+SYN_VIP_LAUNCH = launch_resources(SYN_VIP["nodes"])
 DP_FIGURES = {
     name: runs
     for name, runs in figure_runs(DP, DP_RUNS, DP_DATASET_EXAMPLES).items()

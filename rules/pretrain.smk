@@ -23,11 +23,13 @@ rule syn_vip:
         ENV
     threads: SYN_VIP["threads"]
     resources:
+        **SYN_VIP_LAUNCH,
         gpu=SYN_VIP["gpus"],
     params:
         settings=lambda wildcards: syn_vip_values(wildcards.model),
         size=lambda wildcards: syn_vip_model(wildcards.model),
-        processes=max(1, SYN_VIP["gpus"]),
+        processes=max(1, SYN_VIP["gpus"]),  # per node
+        nodes=SYN_VIP["nodes"],
         run=lambda wildcards: syn_vip_run(wildcards.model),
     script:
         "../workflow_scripts/syn_vip.py"

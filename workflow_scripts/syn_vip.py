@@ -13,8 +13,8 @@ with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     model, run = snakemake.params.size, Path(snakemake.params.run)
     values = training_values(snakemake.params.settings)
-    if snakemake.params.processes == 1:
+    if snakemake.params.processes * snakemake.params.nodes == 1:
         pretrain_mae(PretrainSettings.from_config(values, model), snakemake.input.index, run)
-    else:  # one process per GPU
+    else:  # one process per GPU, on every node of the job
         arguments = ["--size", model, "--data", snakemake.input.index, "--out", str(run)]
         run_torchrun_with_settings(snakemake.params.processes, ["pretrain", "mae"], run, values, arguments)

@@ -11,6 +11,7 @@ import yaml
 from dpvip.errors import DpvipInputError
 from dpvip.plan.pretrain import shortened
 from dpvip.plan.vip_runs import expand_runs, figure_runs, synthetic_variants
+from conftest import merged_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = {"image_size": 32, "patch_size": 4, "steps": 24, "batch_size": 512, "warmup_steps": 4}
@@ -136,3 +137,14 @@ def test_the_ablation_model_must_be_a_main_model():
 def test_without_a_known_dataset_size_every_dataset_point_is_a_run():
     runs = expand_runs(section(ablations={"dataset_size": [2048]}), ["micro"], None)
     assert "vip_micro_n2048" in runs
+
+
+def test_a_multi_node_syn_vip_run_splits_its_batch_over_every_process():
+    from dpvip.plan.pretrain import syn_vip_settings, training_values
+
+    section = merged_config("config.yaml", "paper.yaml")["pretrain"]["syn_vip"]
+    assert (section["gpus"], section["nodes"]) == (8, 4)
+    assert "nodes" not in training_values(section)  # a launch setting, not a training one
+    syn_vip_settings(section, "base", 10**6)  # 4,096 = 32 processes x 2 micro-batches of 64
+    with pytest.raises(DpvipInputError, match="does not divide over 48 processes"):
+        syn_vip_settings(section | {"nodes": 6}, "base", 10**6)

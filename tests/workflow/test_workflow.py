@@ -128,9 +128,11 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     )
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == PAPER_JOBS
-    # each (Syn)-ViP run asks Slurm for one node's 8 GPUs (torchrun starts one process each)
+    # each (Syn)-ViP run asks Slurm for 4 nodes of 8 GPUs, launched by srun (one torchrun per node)
     syn_vip_jobs = re.findall(r"rule syn_vip:\n(?:    .*\n)*?    resources: (.*)", done.output)
-    assert len(syn_vip_jobs) == PAPER_JOBS["syn_vip"] and all("gpu=8" in resources for resources in syn_vip_jobs)
+    assert len(syn_vip_jobs) == PAPER_JOBS["syn_vip"] and all(
+        "nodes=4, mpi=srun, tasks=4, gpu=8" in resources for resources in syn_vip_jobs
+    )
     dp_jobs = re.findall(r"rule dp_mae:\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(dp_jobs) == PAPER_JOBS["dp_mae"] and all(
         "gpu=8" in resources and "runtime=2880" in resources for resources in dp_jobs

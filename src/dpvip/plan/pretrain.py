@@ -100,7 +100,7 @@ def first_difference(stored: dict, current: dict, prefix: str = "") -> str | Non
 
 
 # Keys of the workflow's pretrain.syn_vip section that say where and how often, not how.
-WORKFLOW_KEYS = ("dataset", "models", "gpus", "threads", "reconstructions")
+WORKFLOW_KEYS = ("dataset", "models", "gpus", "nodes", "threads", "reconstructions")
 
 
 def training_values(section: dict) -> dict:
@@ -120,7 +120,7 @@ def syn_vip_settings(section: dict, model: str, dataset_images: int) -> Pretrain
     the dataset size and the number of processes (one per GPU) before any job runs."""
     settings = PretrainSettings.from_config(training_values(section), model)
     try:
-        settings.check_split(max(1, section.get("gpus", 0)))
+        settings.check_split(max(1, section.get("gpus", 0)) * section.get("nodes", 1))  # processes in all
     except DpvipInputError as err:
         raise DpvipInputError(f"pretrain.syn_vip.{err}") from None
     if dataset_images < settings.batch_size:
