@@ -60,3 +60,39 @@ def test_cli_bad_model_is_one_line_exit_2():
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "huge" in done.stderr
     assert done.stdout == ""
+
+
+def test_the_non_private_step_accumulates_micro_batches_to_the_one_pass_gradient():
+    """With --micro-batch every method splits the batch; the non-private gradient is unchanged."""
+    split = make_methods(["nonprivate"], BenchSetup(batch=5, micro_batch=2))[0]["nonprivate"]
+    whole, images, noise = make_methods(["nonprivate"], BenchSetup(batch=5))
+    whole = whole["nonprivate"]
+    for method in (split, whole):
+        method.optimizer.step = lambda: None  # keep the gradient: compare it, not AdamW's step
+        method.optimizer.zero_grad = lambda set_to_none=True: None
+        method.step(images, noise)
+    assert max_relative_difference([p.grad for p in split.params], [p.grad for p in whole.params]) <= 1e-5
+
+
+def test_the_vip_base_preset_sets_the_shape_and_flags_override_it():
+    from dpvip.cli import build_parser
+    from dpvip.cli.bench import dp_step_shape
+
+    preset = build_parser().parse_args(["bench", "dp-step", "--preset", "vip-base"])
+    assert dp_step_shape(preset) == {
+        "model": "base",
+        "image_size": 224,
+        "patch_size": 16,
+        "batch": 128,
+        "micro_batch": 32,
+    }
+    changed = build_parser().parse_args(["bench", "dp-step", "--preset", "vip-base", "--batch", "32"])
+    assert dp_step_shape(changed)["batch"] == 32 and dp_step_shape(changed)["micro_batch"] == 32
+    plain = build_parser().parse_args(["bench", "dp-step"])
+    assert dp_step_shape(plain) == {
+        "model": "micro",
+        "image_size": 32,
+        "patch_size": 4,
+        "batch": 64,
+        "micro_batch": None,
+    }

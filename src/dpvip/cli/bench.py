@@ -16,8 +16,31 @@ def cmd_bench_synthetic(args: argparse.Namespace) -> int:
     return 0
 
 
+DP_STEP_DEFAULTS = {"model": "micro", "image_size": 32, "patch_size": 4, "batch": 64, "micro_batch": None}
+# Named shapes. vip-base: ViP-Base (MAE base as registered) at 224 px and patch 16 in
+# micro-batches of 32, the per-GPU pass of ViP's pre-training. A paper step accumulates
+# 98,304 / 48 = 2,048 examples per GPU (64 micro-batches) before its one noise draw; the
+# preset takes 4 micro-batches, to stay within minutes on a CPU.
+PRESETS = {
+    "vip-base": {"model": "base", "image_size": 224, "patch_size": 16, "batch": 128, "micro_batch": 32},
+}
+
+
+def dp_step_shape(args: argparse.Namespace) -> dict:
+    """The model and batch shape: the flags given, else the preset's, else the defaults."""
+    preset = PRESETS[args.preset] if args.preset else {}
+    shape = {}
+    for key, default in DP_STEP_DEFAULTS.items():
+        value = getattr(args, key)
+        shape[key] = value if value is not None else preset.get(key, default)
+    return shape
+
+
 def cmd_bench_dp_step(args: argparse.Namespace) -> int:
     from dpvip.models import MAESettings, mae_variant
+
+    for key, value in dp_step_shape(args).items():
+        setattr(args, key, value)
 
     size, decoder_depth = mae_variant(args.model)  # bad names fail before torch is imported
     MAESettings(size, image_size=args.image_size, patch_size=args.patch_size, decoder_depth=decoder_depth).check()
@@ -54,12 +77,20 @@ def add_commands(commands) -> None:
         description="Methods: nonprivate, ours (ClippedGradientSum), vmap (torch.func over the whole model), "
         "opacus_hooks, opacus_ghost; each a full AdamW step on the same model, batch and mask noise.",
     )
-    dp_step.add_argument("--model", default="micro", help="MAE size, or <size>_dec<depth>")
-    dp_step.add_argument("--image-size", type=positive_int, default=32)
-    dp_step.add_argument("--patch-size", type=positive_int, default=4)
-    dp_step.add_argument("--batch", type=positive_int, default=64)
     dp_step.add_argument(
-        "--micro-batch", type=positive_int, default=None, help="split the batch for the DP methods (default: one pass)"
+        "--preset",
+        choices=sorted(PRESETS),
+        help="a named shape (vip-base: MAE base, 224 px, patch 16, batch 128 in micro-batches of 32); "
+        "flags given beside it override it",
+    )
+    dp_step.add_argument("--model", help="MAE size, or <size>_dec<depth> (default micro)")
+    dp_step.add_argument("--image-size", type=positive_int, help="default 32")
+    dp_step.add_argument("--patch-size", type=positive_int, help="default 4")
+    dp_step.add_argument("--batch", type=positive_int, help="default 64")
+    dp_step.add_argument(
+        "--micro-batch",
+        type=positive_int,
+        help="split the batch into passes of this size, every method (default: one pass)",
     )
     dp_step.add_argument("--rounds", type=positive_int, default=5, help="timed round-robin rounds (median reported)")
     dp_step.add_argument("--warmup", type=int, default=1, help="untimed steps per method first")

@@ -58,9 +58,7 @@ class LoopState:
         state = checkpoint.load(self.path, device)
         difference = first_difference(state.get("fingerprint", {}), self.fingerprint)
         if difference:
-            raise DpvipInputError(
-                f"{self.path} belongs to a run with {difference}; delete it to start this job over"
-            )
+            raise DpvipInputError(f"{self.path} belongs to a run with {difference}; delete it to start this job over")
         checkpoint.restore_rng_states(state["rng"])
         print(f"resuming from {self.path} at step {state['step']}", flush=True)
         return state

@@ -17,9 +17,12 @@ trainable parameter) on its own copy of one model, batch and mask noise (`BenchS
   would produce is built directly). Two backward passes; opacus adds the noise.
 
 The DP methods clip at C = 0.1 with noise multiplier 0.5 and divide by the batch size
-(the expected batch size of a Poisson batch of that mean). With `micro_batch`, the DP
-methods split the batch and accumulate clipped sums (opacus ghost as its
-BatchMemoryManager does: skipped optimizer steps); the non-private step is one pass.
+(the expected batch size of a Poisson batch of that mean). With `micro_batch`, every method
+splits the batch the same way: the DP methods accumulate clipped sums (opacus ghost as its
+BatchMemoryManager does: skipped optimizer steps), the non-private step accumulates
+gradients, as a non-private run at that batch and memory would. The noise is drawn once per
+step, whatever the number of micro-batches: a per-step cost that a step of few examples
+cannot amortise (`dpvip bench dp-step --preset`: the shapes a paper run steps at).
 Also here: `make_method(s)`, and `max_relative_difference` for comparing clipped sums.
 """
 
@@ -138,7 +141,8 @@ class NonPrivate(Method):
 
     def step(self, images, noise):
         self.optimizer.zero_grad(set_to_none=True)
-        self.model(images, noise).loss.sum().backward()
+        for x, n in self.chunks(images, noise):  # gradients accumulate over micro-batches
+            self.model(x, n).loss.sum().backward()
         self.optimizer.step()
         self.steps += 1
 

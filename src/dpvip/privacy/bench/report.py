@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import statistics
+import time
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -22,7 +23,10 @@ from dpvip.privacy.bench.methods import (
     NOISE_MULTIPLIER,
     BenchSetup,
     make_methods,
+    trainable,
 )
+from dpvip.privacy.noise import add_gaussian_noise_, noise_generator
+from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
 
 TARGET_TIME_RATIO, TARGET_MEMORY_RATIO = 1.3, 1.5  # DESIGN.md, "Performance targets"
@@ -38,6 +42,7 @@ class BenchResult:
     peak_bytes: dict[str, int | None]
     cross_check: dict
     memory_mode: str = "live"
+    noise: dict = field(default_factory=dict)  # parameters, seconds: the per-step noise draw alone
     torch_version: str = field(default_factory=lambda: torch.__version__)
 
     def median(self, name: str) -> float:
@@ -87,6 +92,7 @@ class BenchResult:
             "targets": {"time_ratio": TARGET_TIME_RATIO, "memory_ratio": TARGET_MEMORY_RATIO},
             "methods": methods,
             "cross_check": self.cross_check,
+            "noise": self.noise,
         }
 
 
@@ -128,14 +134,31 @@ def run_bench(
         finally:
             for runner in runners.values():
                 runner.close()
-    return BenchResult(setup, threads, rounds, warmup, samples, peak, checked, memory)
+    return BenchResult(setup, threads, rounds, warmup, samples, peak, checked, memory, time_noise(setup, rounds))
+
+
+def time_noise(setup: BenchSetup, rounds: int) -> dict:
+    """The step's noise alone: N(0, (sigma C)^2) on every trainable parameter, drawn as the DP
+    step draws it (after the workers are gone: this process then computes)."""
+    model, _, _ = setup.build()
+    flat = torch.zeros(sum(p.numel() for p in trainable(model)), device=setup.device)
+    del model
+    seconds = []
+    for step in range(rounds):
+        generator = noise_generator(RunRandomness.seeded(setup.seed), step, flat.device)
+        began = time.perf_counter()
+        add_gaussian_noise_(flat, NOISE_MULTIPLIER * CLIP_NORM, generator)
+        if setup.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - began)
+    return {"parameters": flat.numel(), "seconds": statistics.median(seconds)}
 
 
 def format_result(result: BenchResult) -> str:
     s = result.setup
     lines = [
         f"DP training step, MAE {s.model} {s.image_size} px patch {s.patch_size}, batch {s.batch}"
-        + (f" (DP micro-batch {s.micro_batch})" if s.micro_batch else "")
+        + (f" in micro-batches of {s.micro_batch} (every method)" if s.micro_batch else "")
         + f", {s.device}, {result.threads} thread(s), torch {result.torch_version}",
         f"AdamW; DP: flat L2 clip C={CLIP_NORM}, noise multiplier {NOISE_MULTIPLIER}.",
         f"time: median of {result.rounds} round-robin rounds (order rotated per round) "
@@ -159,6 +182,12 @@ def format_result(result: BenchResult) -> str:
             f"{name:<14} {result.median(name):9.4f} {result.time_ratio(name):6.2f}x "
             f"{cpu_text} {ratio_text(result.cpu_time_ratio(name))}"
             f" {peak_text} {ratio_text(result.memory_ratio(name))}"
+        )
+    if result.noise and "ours" in result.samples:
+        seconds = result.noise["seconds"]
+        lines.append(
+            f"of which the noise, once per step whatever the batch ({result.noise['parameters']:,} parameters, "
+            f"4 draws each): {seconds:.4f} s = {seconds / result.median('ours'):.0%} of ours' step"
         )
     if result.cross_check:
         reference = result.cross_check["reference"]
