@@ -126,7 +126,8 @@ def test_one_step_equals_a_naive_reference_on_centred_features(tmp_path):
         epsilon=4.0, delta=1e-5, steps=1, lr=lr, feature_norm=3.0, sigma_ratio=1.5, seed=seed, micro_batch=5
     )
     randomness = RunRandomness.secret(tmp_path)
-    probe, prepared_test, privacy = fit_probe(train, labels, test, classes, settings, randomness)
+    probe, inputs, privacy = fit_probe(train, labels, test, classes, settings, randomness)
+    prepared_test = inputs(test.clone())  # what the probe sees of the test features
     assert privacy["sigma_mean"] == pytest.approx(1.5 * privacy["sigma_sgd"]) and privacy["accountant"].startswith(
         "gdp"
     )

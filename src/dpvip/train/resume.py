@@ -63,15 +63,24 @@ class LoopState:
         print(f"resuming from {self.path} at step {state['step']}", flush=True)
         return state
 
+    def stop_requested(self) -> bool:
+        """Whether SIGTERM has arrived (on this process): a loop whose steps outlast the
+        scheduler's grace can stop inside a step."""
+        return bool(self._stop.requested)
+
     def _stopping(self) -> bool:
-        requested = float(self._stop.requested)
+        requested = float(self.stop_requested())
         return (self.dist.sum(requested) if self.dist is not None else requested) > 0
 
     def after_step(self, step: int, state: Callable[[], dict], last: bool = False) -> None:
         """Save after `step` steps when it is due (every `every`, not at the last step: the
         job's result follows) or when SIGTERM asked; after a SIGTERM, stop."""
         stopping = self._stopping()
-        if self.path is None or not (stopping or (step % self.every == 0 and not last)):
+        if self.path is None:
+            if stopping:  # nowhere to save: stop all the same
+                raise SystemExit(f"stopped by SIGTERM after step {step} (no state kept)")
+            return
+        if not (stopping or (step % self.every == 0 and not last)):
             return
         if self._is_main:
             record = {"fingerprint": self.fingerprint, "step": step, "rng": checkpoint.rng_states(), **state()}

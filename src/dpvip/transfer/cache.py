@@ -5,6 +5,12 @@ Layout of a cache folder: `train_v<view>_<k>.npy` (rows k * shard_size ... of vi
 `test_<k>.npy` (the centre-cropped test split, one view), `train_labels.npy`,
 `test_labels.npy`, and `meta.json`, written last, whose presence marks a complete cache.
 
+Every shard is a plain .npy array (float16 at paper scale), written batch by batch through a
+numpy memory map (`np.lib.format.open_memmap`) and read the same way (`open_cache`: rows
+widened to float32 a micro-batch at a time, `dpvip.transfer.rows`), so neither writing nor
+reading a cache holds more of it in memory than a batch: the DP-RandP ImageNet probe's
+blocks4 cache is 94 GB. `load_cache` reads a small cache whole, as float32 tensors.
+
 Shards are computed into the sibling work folder `<out_dir>.partial/`, each written
 atomically, beside the `fingerprint.json` of what they are features of. A crashed run
 resumes from the shards already there if the fingerprint is unchanged (otherwise the folder is
@@ -14,7 +20,6 @@ emptied); the complete work folder then replaces `out_dir` in one rename.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import math
@@ -30,6 +35,7 @@ from tqdm import tqdm
 
 from dpvip.errors import DpvipInputError
 from dpvip.files import atomic_target, sha256, write_json
+from dpvip.transfer.rows import ShardedRows
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,18 @@ META, FINGERPRINT = "meta.json", "fingerprint.json"
 META_KEYS = {"fingerprint", "train", "test", "views", "shard_size", "dtype", "width", "classes", "files"}
 
 Augment = Callable[[torch.Tensor, int, torch.Tensor], torch.Tensor]
+
+
+@dataclass
+class FeatureCache:
+    """A complete cache, memory-mapped (`open_cache`)."""
+
+    train: list[ShardedRows]  # one per view, (n_train, width) each
+    train_labels: torch.Tensor  # (n_train,) int64
+    test: ShardedRows  # (n_test, width), centre crops
+    test_labels: torch.Tensor
+    classes: int
+    meta: dict
 
 
 @dataclass
@@ -112,25 +130,42 @@ def _batches(data, start: int, stop: int, batch_size: int) -> Iterator[tuple[tor
 
 
 @torch.no_grad()
-def _compute(
+def _write_shard(
     shard: _Shard,
     data,
     extractor: Callable[[torch.Tensor], torch.Tensor],
     augment: Augment | None,
     batch_size: int,
     dtype: str,
-) -> np.ndarray:
-    parts = []
-    for images, indices in _batches(data, shard.start, shard.stop, batch_size):
-        if shard.view is not None and augment is not None:
-            images = augment(images, shard.view, indices)
-        features = extractor(images)
-        if features.ndim != 2 or len(features) != len(indices):
-            raise DpvipInputError(
-                f"the feature extractor gave {tuple(features.shape)} for {len(indices)} images, not (images, width)"
-            )
-        parts.append(features.float().cpu().numpy().astype(dtype))
-    return np.concatenate(parts)
+    path: Path,
+) -> None:
+    """The shard's features, written batch by batch into a memory-mapped .npy file (beside
+    `path`, renamed onto it when whole). Each batch maps the file anew and closes it, so the
+    written pages leave the process's resident set with the batch."""
+    with atomic_target(path) as partial:
+        done = 0
+        for images, indices in _batches(data, shard.start, shard.stop, batch_size):
+            if shard.view is not None and augment is not None:
+                images = augment(images, shard.view, indices)
+            features = extractor(images)
+            if features.ndim != 2 or len(features) != len(indices):
+                raise DpvipInputError(
+                    f"the feature extractor gave {tuple(features.shape)} for {len(indices)} images, not (images, width)"
+                )
+            rows = features.float().cpu().numpy().astype(dtype)
+            if done == 0:
+                shape = (shard.stop - shard.start, rows.shape[1])
+                target = np.lib.format.open_memmap(partial, mode="w+", dtype=dtype, shape=shape)
+            else:
+                target = np.lib.format.open_memmap(partial, mode="r+")
+            if rows.shape[1] != target.shape[1]:
+                raise DpvipInputError(
+                    f"the feature extractor gave width {rows.shape[1]} after {target.shape[1]} in one shard"
+                )
+            target[done : done + len(rows)] = rows
+            target.flush()
+            del target
+            done += len(rows)
 
 
 def _check_arguments(
@@ -223,7 +258,7 @@ def cache_features(
     ) as bar:
         for shard in missing:
             data = train if shard.split == "train" else test
-            _save_array(_compute(shard, data, extractor, augment, batch_size, dtype), work / shard.name)
+            _write_shard(shard, data, extractor, augment, batch_size, dtype, work / shard.name)
             bar.update()
     for split, data in (("train", train), ("test", test)):
         _save_array(np.asarray(data.labels, dtype=np.int64), work / f"{split}_labels.npy")
@@ -250,38 +285,61 @@ def _check_files(folder: Path, meta: dict) -> None:
             raise _differs(folder, name)
 
 
-def _load_array(folder: Path, name: str, record: dict) -> np.ndarray:
-    """The array in `name`, read once and hashed from the same bytes: loading reads every byte
-    anyway, so checking the SHA-256 costs little and catches a shard corrupted or swapped
-    in place at its size, which the size check cannot."""
-    data = (folder / name).read_bytes()
-    if hashlib.sha256(data).hexdigest() != record["sha256"]:
-        raise _differs(folder, name)
-    return np.load(io.BytesIO(data))
+def cache_meta(folder: str | Path) -> dict:
+    """The meta.json of a complete cache."""
+    meta = _read_json(Path(folder) / META)
+    if meta is None or not META_KEYS <= meta.keys():
+        raise DpvipInputError(f"{folder} is not a complete feature cache (no readable {META})")
+    return meta
+
+
+def cache_digest(meta: dict) -> str:
+    """A short name for the exact bytes of a cache: the hash of its files' hashes."""
+    return hashlib.sha256(json.dumps(meta["files"], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _rows(folder: Path, meta: dict, shards: list[_Shard]) -> ShardedRows:
+    """The shards' rows as one memory-mapped array, after checking each shard's header."""
+    width = meta["width"]
+    for shard in shards:
+        header = np.load(folder / shard.name, mmap_mode="r")  # reads the header, maps nothing yet
+        expected = (shard.stop - shard.start, width)
+        if header.shape != expected or header.dtype != np.dtype(meta["dtype"]):
+            raise DpvipInputError(
+                f"feature cache {folder}: {shard.name} holds {header.dtype} {header.shape}, "
+                f"not {meta['dtype']} {expected}"
+            )
+        del header
+    bounds = [shards[0].start] + [shard.stop for shard in shards]
+    return ShardedRows([folder / shard.name for shard in shards], bounds, width, meta["dtype"])
+
+
+def open_cache(out_dir: str | Path, verify: bool = True) -> FeatureCache:
+    """A complete cache, memory-mapped: its rows are read a micro-batch at a time, widened to
+    float32 per batch (`dpvip.transfer.rows`); only the labels are loaded. `verify` hashes
+    every file against meta.json first (streamed, 1 MiB at a time), which catches a shard
+    corrupted or swapped in place at its size: a cost of one read of the cache, once per job."""
+    folder = Path(out_dir)
+    meta = cache_meta(folder)
+    _check_files(folder, meta)  # fail fast on a missing or truncated file
+    if verify:
+        for name, record in meta["files"].items():
+            if sha256(folder / name) != record["sha256"]:
+                raise _differs(folder, name)
+    shards = _shards(meta["train"], meta["test"], meta["views"], meta["shard_size"])
+    train = [_rows(folder, meta, [s for s in shards if s.view == view]) for view in range(meta["views"])]
+    test = _rows(folder, meta, [s for s in shards if s.split == "test"])
+    labels = {split: torch.from_numpy(np.load(folder / f"{split}_labels.npy")) for split in ("train", "test")}
+    return FeatureCache(train, labels["train"], test, labels["test"], meta["classes"], meta)
 
 
 def load_cache(out_dir: str | Path) -> CachedFeatures:
-    """The features of a complete cache, as float32 tensors (float16 shards are widened)."""
-    folder = Path(out_dir)
-    meta = _read_json(folder / META)
-    if meta is None or not META_KEYS <= meta.keys():
-        raise DpvipInputError(f"{folder} is not a complete feature cache (no readable {META})")
-    _check_files(folder, meta)  # fail fast on a missing or truncated file
-    views, width, shard_size = meta["views"], meta["width"], meta["shard_size"]
-    train = np.empty((views, meta["train"], width), np.float32)
-    test = np.empty((meta["test"], width), np.float32)
-    for shard in _shards(meta["train"], meta["test"], views, shard_size):
-        rows = _load_array(folder, shard.name, meta["files"][shard.name])
-        target = train[shard.view] if shard.split == "train" else test
-        if rows.shape != (shard.stop - shard.start, width):
-            raise DpvipInputError(
-                f"feature cache {folder}: {shard.name} has shape {rows.shape}, not {(shard.stop - shard.start, width)}"
-            )
-        target[shard.start : shard.stop] = rows
-    labels = {
-        split: torch.from_numpy(_load_array(folder, f"{split}_labels.npy", meta["files"][f"{split}_labels.npy"]))
-        for split in ("train", "test")
-    }
-    return CachedFeatures(
-        torch.from_numpy(train), labels["train"], torch.from_numpy(test), labels["test"], meta["classes"], meta
-    )
+    """The features of a complete cache as whole float32 tensors (float16 shards are widened):
+    for small caches (tests, inspection). Jobs stream a cache with `open_cache` instead."""
+    cache = open_cache(out_dir)
+    views, (examples, width) = len(cache.train), cache.train[0].shape
+    train = torch.empty((views, examples, width), dtype=torch.float32)
+    for view, rows in enumerate(cache.train):
+        train[view] = rows.read(0, examples)
+    test = cache.test.read(0, len(cache.test))
+    return CachedFeatures(train, cache.train_labels, test, cache.test_labels, cache.classes, cache.meta)

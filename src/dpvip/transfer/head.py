@@ -13,7 +13,15 @@ mechanism. Without privacy (epsilon None) the step is the plain mean gradient of
 realised batch, sampled the same way.
 
 The train features are (views, n, d): view v is the augmented copy of epoch v, and epoch
-floor(step * q) uses view min(epoch, views - 1).
+floor(step * q) uses view min(epoch, views - 1). They are read a micro-batch at a time
+(`dpvip.transfer.rows`: a cache's float16 memory maps, widened to float32 per batch), so host
+memory holds one micro-batch of features, the head and its optimizer state, never a split.
+A full-batch step sums the clipped gradients over its micro-batches in the order of the rows,
+as it did when the features were one tensor in memory: the results are the same bits.
+
+A run given a `LoopState` saves the head, the optimizer and schedule, the batch sizes and the
+privacy ledger every k steps and on SIGTERM (`dpvip.transfer.resumable`); rerun, it resumes
+from them, with the same key, to the result of an uninterrupted run.
 
 LAMB is optax's, which Mehta et al.'s JAX code used (`make_optimizer`): the trust ratio
 ||w|| / ||update|| on every parameter and no global gradient clipping; from zero weights
@@ -29,6 +37,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -43,6 +52,9 @@ from dpvip.privacy.optimizers import make_optimizer, set_gradients
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches
 from dpvip.privacy.step import DPStep
+from dpvip.train.resume import LoopState
+from dpvip.transfer.resumable import run_steps
+from dpvip.transfer.rows import FeatureStream, Rows, as_rows, as_views
 
 HEAD_OPTIMIZERS = ("sgd", "adam", "lamb")
 SCHEDULES = ("constant", "cosine", "linear")
@@ -113,23 +125,33 @@ class HeadSettings:
 
 
 # --- checks shared with private_probe --------------------------------------------------------
-def check_features(
-    train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, classes: int
-) -> None:
-    """`train` (n, d) or (views, n, d) and `test` (n_test, d) of one width, labels in 0..classes-1."""
+def features_shape(features) -> tuple[int, ...]:
+    """The shape of a tensor, of rows (n, d), or of a list of views (views, n, d)."""
+    if isinstance(features, (torch.Tensor, Rows)):
+        return tuple(features.shape)
+    shapes = {view.shape for view in features}
+    if len(shapes) != 1:
+        raise DpvipInputError(f"train views have different shapes {sorted(shapes)}")
+    return (len(features), *shapes.pop())
+
+
+def check_features(train, train_labels: torch.Tensor, test, test_labels: torch.Tensor, classes: int) -> None:
+    """`train` (n, d) or (views, n, d) and `test` (n_test, d) of one width, labels in
+    0..classes-1; tensors or rows (`dpvip.transfer.rows`)."""
     if int(classes) != classes or classes < 1:
         raise DpvipInputError(f"classes {classes} must be a positive integer")
-    if test.ndim != 2 or train.ndim not in (2, 3):
+    train_shape, test_shape = features_shape(train), features_shape(test)
+    if len(test_shape) != 2 or len(train_shape) not in (2, 3):
         raise DpvipInputError(
             "features must be (views, n, d) or (n, d) for train and (n, d) for test, "
-            f"not {tuple(train.shape)} and {tuple(test.shape)}"
+            f"not {train_shape} and {test_shape}"
         )
-    if train.shape[-1] != test.shape[-1]:
-        raise DpvipInputError(f"train features have width {train.shape[-1]}, test features {test.shape[-1]}")
-    for split, features, labels in (("train", train, train_labels), ("test", test, test_labels)):
-        if labels.shape != (features.shape[-2],):
-            raise DpvipInputError(f"{split}: {tuple(labels.shape)} labels for {features.shape[-2]} feature vectors")
-        if features.shape[-2] == 0:
+    if train_shape[-1] != test_shape[-1]:
+        raise DpvipInputError(f"train features have width {train_shape[-1]}, test features {test_shape[-1]}")
+    for split, shape, labels in (("train", train_shape, train_labels), ("test", test_shape, test_labels)):
+        if labels.shape != (shape[-2],):
+            raise DpvipInputError(f"{split}: {tuple(labels.shape)} labels for {shape[-2]} feature vectors")
+        if shape[-2] == 0:
             raise DpvipInputError(f"{split}: no feature vectors")
         low, high = int(labels.min()), int(labels.max())
         if low < 0 or high >= classes:
@@ -147,71 +169,59 @@ def softmax_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, labels, reduction="none")
 
 
-def _chunks(
-    features: torch.Tensor, labels: torch.Tensor, chosen: np.ndarray | None, micro_batch: int, device: torch.device
-):
-    """(x, y) micro-batches of the chosen rows (all rows if `chosen` is None), in fp32 on
-    `device`: the features may stay in host memory (ImageNet x views) while the head trains
-    on a GPU."""
-    rows = features.shape[0] if chosen is None else len(chosen)
-    for start in range(0, rows, micro_batch):
-        if chosen is None:
-            x, y = features[start : start + micro_batch], labels[start : start + micro_batch]
-        else:
-            index = torch.from_numpy(chosen[start : start + micro_batch]).to(features.device)
-            x, y = features[index], labels[index]
-        yield x.to(device, torch.float32), y.to(device, torch.long)
+def _losses(layer: nn.Module, loss: Loss, read: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Per-example losses of one micro-batch, read here: once this returns and the clipper has
+    used the batch, nothing holds it."""
+    x, y = read()
+    return loss(layer(x), y)
 
 
-def private_step(
-    dp_step: DPStep,
-    step: int,
-    layer: nn.Module,
-    features: torch.Tensor,
-    labels: torch.Tensor,
-    loss: Loss,
-    micro_batch: int,
-) -> int:
-    """One DP step of `layer` on the step's Poisson batch of (features, labels) (every row at
-    q = 1, without copying them); returns the realised batch size."""
+def private_step(dp_step: DPStep, step: int, layer: nn.Module, stream: FeatureStream, loss: Loss) -> int:
+    """One DP step of `layer` on the step's Poisson batch of the stream's rows (every row at
+    q = 1), a micro-batch at a time; returns the realised batch size."""
     chosen = None if dp_step.full_batch else dp_step.batch(step)
-    chunks = _chunks(features, labels, chosen, micro_batch, dp_step.clipper.sums[0].device)
-    dp_step(step, (lambda x=x, y=y: loss(layer(x), y) for x, y in chunks))
-    return features.shape[0] if chosen is None else len(chosen)
+    dp_step(step, (partial(_losses, layer, loss, read) for read in stream.readers(chosen)))
+    return len(stream) if chosen is None else len(chosen)
+
+
+def _add_gradient(totals: list[torch.Tensor], layer: nn.Module, params, loss: Loss, read) -> int:
+    x, y = read()
+    for total, grad in zip(totals, torch.autograd.grad(loss(layer(x), y).sum(), params)):
+        total += grad
+    return len(y)
 
 
 def mean_gradient_step(
     optimizer: torch.optim.Optimizer,
     layer: nn.Module,
     params: Sequence[nn.Parameter],
-    features: torch.Tensor,
-    labels: torch.Tensor,
+    stream: FeatureStream,
     chosen: np.ndarray | None,
     loss: Loss,
-    micro_batch: int,
 ) -> None:
     """A step without privacy: the plain mean gradient of the chosen examples (all if None)."""
     totals, examples = [torch.zeros_like(p, dtype=torch.float32) for p in params], 0
-    for x, y in _chunks(features, labels, chosen, micro_batch, params[0].device):
-        for total, grad in zip(totals, torch.autograd.grad(loss(layer(x), y).sum(), params)):
-            total += grad
-        examples += len(y)
+    for read in stream.readers(chosen):
+        examples += _add_gradient(totals, layer, params, loss, read)
     set_gradients(params, [total / max(1, examples) for total in totals])
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 
 
+def _score(layer: nn.Module, loss: Loss, read) -> tuple[int, float]:
+    x, y = read()
+    logits = layer(x)
+    return int((logits.argmax(1) == y).sum()), float(loss(logits, y).sum())
+
+
 @torch.no_grad()
-def evaluate(
-    layer: nn.Module, features: torch.Tensor, labels: torch.Tensor, loss: Loss, micro_batch: int
-) -> tuple[float, float]:
-    """(top-1 accuracy in percent, mean loss) of `layer` on (features, labels)."""
+def evaluate(layer: nn.Module, stream: FeatureStream, loss: Loss) -> tuple[float, float]:
+    """(top-1 accuracy in percent, mean loss) of `layer` on the stream's rows."""
     correct, loss_sum = 0, 0.0
-    for x, y in _chunks(features, labels, None, micro_batch, next(layer.parameters()).device):
-        logits = layer(x)
-        correct += int((logits.argmax(1) == y).sum())
-        loss_sum += float(loss(logits, y).sum())
-    return 100.0 * correct / len(labels), loss_sum / len(labels)
+    for read in stream.readers():
+        right, total = _score(layer, loss, read)
+        correct, loss_sum = correct + right, loss_sum + total
+    return 100.0 * correct / len(stream), loss_sum / len(stream)
 
 
 # --- the head --------------------------------------------------------------------------------
@@ -249,25 +259,31 @@ def lr_factor(step: int, steps: int, warmup: int, schedule: str) -> float:
 
 
 def fit_head(
-    train: torch.Tensor,
+    train,
     train_labels: torch.Tensor,
     classes: int,
     settings: HeadSettings,
     device: torch.device | str | None = None,
     randomness: RunRandomness | None = None,
+    state: LoopState | None = None,
+    progress: bool = False,
 ) -> tuple[nn.Linear, dict]:
-    """Train the head on `device` (default: the features') on `train` (views, n, d); returns
-    it and what the run recorded (steps, sample rate, privacy ledger, realised batch sizes,
-    final train loss; the device, torch's threads and the seconds the steps took)."""
+    """Train the head on `device` (default: the features') on `train` ((views, n, d) or
+    (n, d) tensor, or a list of rows per view: `dpvip.transfer.rows`, read a micro-batch at a
+    time); returns it and what the run recorded (steps, sample rate, privacy ledger, realised
+    batch sizes, final train loss; the device, torch's threads and the seconds the steps
+    took). With `state` (entered), the run is saved every k steps and on SIGTERM, and resumes
+    from what it holds: the head, optimizer, schedule, batch sizes and privacy ledger."""
     settings.check()
-    views, examples, width = train.shape
+    views = as_views(train)
+    examples, width = views[0].shape
     q, steps = float(settings.batch_fraction), settings.steps
     ledger = None
     if settings.epsilon is not None:
         ledger = PrivacyLedger.calibrate(
             settings.accountant, q, steps, settings.epsilon, settings.delta, settings.clip_norm
         )
-    device = torch.device(device) if device is not None else train.device
+    device = torch.device(device) if device is not None else views[0].device
     head = make_head(width, classes, settings, device)
     params = [p for p in head.parameters() if p.requires_grad]
     optimizer = head_optimizer(settings, params)
@@ -291,29 +307,48 @@ def fit_head(
         else None
     )
     sampler = PoissonBatches(examples, q, steps, randomness) if q < 1 and not ledger else None
-    sizes = []
+    stop = state.stop_requested if state is not None else None
+    streams = [FeatureStream(rows, train_labels, settings.micro_batch, device, stop=stop) for rows in views]
+    first, sizes, seconds = 0, [], 0.0
+    restored = state.restore(device) if state is not None else None
+    if restored:
+        head.load_state_dict(restored["head"])
+        optimizer.load_state_dict(restored["optimizer"])
+        scheduler.load_state_dict(restored["scheduler"])
+        first, sizes, seconds = restored["step"], list(restored["batch_sizes"]), restored["train_seconds"]
+        if dp_step:
+            dp_step.ledger = resumed_ledger(dp_step.ledger, restored, state)
+
+    def take_step(step: int) -> None:
+        stream = streams[settings.view(step, views=len(views))]
+        if dp_step:
+            sizes.append(private_step(dp_step, step, head, stream, sigmoid_loss))
+        else:
+            chosen = sampler.indices(step) if sampler else None
+            mean_gradient_step(optimizer, head, params, stream, chosen, sigmoid_loss)
+            sizes.append(examples if chosen is None else len(chosen))
+        scheduler.step()
+
     started = time.perf_counter()  # the steps alone: Mehta Table 10's throughput (no calibration, no evaluation)
+
+    def snapshot() -> dict:
+        return {
+            "head": head.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "batch_sizes": list(sizes),
+            "privacy": asdict(dp_step.ledger) if dp_step else None,
+            "train_seconds": seconds + time.perf_counter() - started,
+        }
+
     try:
-        for step in range(steps):
-            features = train[settings.view(step, views)]
-            if dp_step:
-                sizes.append(
-                    private_step(dp_step, step, head, features, train_labels, sigmoid_loss, settings.micro_batch)
-                )
-            else:
-                chosen = sampler.indices(step) if sampler else None
-                mean_gradient_step(
-                    optimizer, head, params, features, train_labels, chosen, sigmoid_loss, settings.micro_batch
-                )
-                sizes.append(examples if chosen is None else len(chosen))
-            scheduler.step()
+        run_steps(first, steps, take_step, state, snapshot, dp_step, "Mehta head", progress)
     finally:
         if dp_step:
             dp_step.clipper.close()
-    train_seconds = time.perf_counter() - started
-    _, train_loss = evaluate(
-        head, train[settings.view(steps - 1, views)], train_labels, sigmoid_loss, settings.micro_batch
-    )
+    train_seconds = seconds + time.perf_counter() - started
+    last = FeatureStream(views[settings.view(steps - 1, len(views))], train_labels, settings.micro_batch, device)
+    _, train_loss = evaluate(head, last, sigmoid_loss)
     privacy = (dp_step.ledger.record() | {"examples": examples}) if dp_step else None
     record = {"steps": steps, "sample_rate": q, "privacy": privacy, "batch_sizes": sizes, "train_loss": train_loss}
     # What the steps ran on: throughput per core needs the threads (CPU) or the device.
@@ -321,24 +356,34 @@ def fit_head(
     return head, record | hardware | {"train_seconds": train_seconds}
 
 
+def resumed_ledger(ledger: PrivacyLedger, restored: dict, state: LoopState) -> PrivacyLedger:
+    """The ledger a DP run's saved state holds, checked against the run's own."""
+    if restored.get("privacy") is None:
+        raise DpvipInputError(f"{state.path} holds no privacy ledger; it is not a DP run's state")
+    return ledger.resumed(restored["privacy"], restored["step"], str(state.path))
+
+
 def train_head(
-    train: torch.Tensor,
+    train,
     train_labels: torch.Tensor,
-    test: torch.Tensor,
+    test,
     test_labels: torch.Tensor,
     classes: int,
     settings: HeadSettings,
     device: torch.device | str | None = None,
     randomness: RunRandomness | None = None,
+    state: LoopState | None = None,
+    progress: bool = False,
 ) -> dict:
     """Train a head on `train` (views, n, d) and score it on `test` (n_test, d): top-1
-    accuracy in percent, the run's record and its settings (JSON-able). `randomness`: the
-    run's (a secret run needs it; a seeded one derives it from its settings)."""
+    accuracy in percent, the run's record and its settings (JSON-able). Features are tensors
+    or rows (`dpvip.transfer.rows`). `randomness`: the run's (a secret run needs it; a
+    seeded one derives it from its settings); `state`: see `fit_head`."""
     started = time.perf_counter()
     settings.check()
-    if train.ndim == 2:
-        train = train[None]
-    check_features(train, train_labels, test, test_labels, classes)
-    head, record = fit_head(train, train_labels, classes, settings, device, randomness)
-    accuracy, _ = evaluate(head, test, test_labels, sigmoid_loss, settings.micro_batch)
+    views = as_views(train)
+    check_features(views, train_labels, test, test_labels, classes)
+    head, record = fit_head(views, train_labels, classes, settings, device, randomness, state, progress)
+    device = next(head.parameters()).device
+    accuracy, _ = evaluate(head, FeatureStream(as_rows(test), test_labels, settings.micro_batch, device), sigmoid_loss)
     return {"accuracy": accuracy, **record, "settings": asdict(settings), "seconds": time.perf_counter() - started}

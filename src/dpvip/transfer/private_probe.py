@@ -17,6 +17,27 @@ for the ratio r = sigma_1 / sigma_2 (sigma_2 = sqrt(T) / mu without centring); g
 sigma_2 (the paper's tables), epsilon follows.
 
 Not stated by the paper: the clip norm C of the gradient steps; we use 1, its DP-SGD default.
+
+Memory. The features are read a micro-batch of m rows at a time (`dpvip.transfer.rows`: the
+cache's float16 memory maps, widened to float32 per batch, normalised and centred in place),
+so host memory does not grow with n. A full-batch step sums the clipped gradients of its
+micro-batches in row order, as it did on one in-memory tensor (the same bits); the private
+mean sums float64 micro-batch sums, which moves the sum in its last float64 bits only (see
+`streamed_private_mean`). The ImageNet blocks4 probe (d = 36,864, n = 1,281,167, 1,000
+classes, m = 65,536, the default) holds at most, per step:
+- the micro-batch, m x d x 4 B = 9.66 GB (the one resident copy: read, prepared and used in place);
+- its logits side (logits, log-softmax, their gradients, the scaled backprops), at most
+  5 x m x 1,000 x 4 B = 1.31 GB;
+- the probe and its state (weights, clipped sum, noisy gradient, momentum, an optimizer
+  temporary), 5 x 1,000 x d x 4 B = 0.74 GB;
+- one memory-map block in flight, 64 MiB = 0.07 GB; the labels, n x 8 B = 0.01 GB;
+- the process itself (Python, torch, opacus), 0.66 GB measured;
+in all 12.45 GB <= 16 GB. The centring pass holds 3,640 rows in float32 and float64 (1.61 GB),
+the test evaluation 50,000 rows (7.37 GB): both less than a step. Measured on CPU at d = 36,864
+and 1,000 classes (n = 6,144), the peak above the process was 0.96 GB at m = 2,048 and
+1.62 GB at m = 6,144 against 1.15 GB and 1.83 GB by the terms above; extrapolated to
+m = 65,536, 11.8 GB with the process. On a GPU the host holds a micro-batch only on its way
+there, as stored (float16, 4.83 GB), and the rest lives on the device.
 """
 
 from __future__ import annotations
@@ -36,11 +57,22 @@ from dpvip.privacy.noise import gaussian_noise, noise_generator
 from dpvip.privacy.optimizers import make_optimizer
 from dpvip.privacy.step import DPStep
 from dpvip.privacy.randomness import RunRandomness
-from dpvip.transfer.head import check_features, evaluate, mean_gradient_step, private_step, softmax_loss
+from dpvip.transfer.head import (
+    check_features,
+    evaluate,
+    mean_gradient_step,
+    private_step,
+    resumed_ledger,
+    softmax_loss,
+)
+from dpvip.train.resume import LoopState
+from dpvip.transfer.resumable import run_steps
+from dpvip.transfer.rows import FeatureStream, StepInterrupted, as_rows
 
 ACCOUNTANT = "gdp (exact, full batch)"
 CENTRE = "centre"  # the private mean's noise stream, never a step's
 CLIP_MARGIN = 1 - 1e-12  # the private mean clips rows to this share of C_f (float64 rounding)
+STATISTICS_BYTES = 1 << 30  # bound on a micro-batch's float64 copy while the private mean is summed
 
 
 @dataclass(frozen=True)
@@ -101,8 +133,29 @@ class ProbeSettings:
 
 def normalise(features: torch.Tensor, feature_norm: float) -> torch.Tensor:
     """Every row scaled to L2 norm `feature_norm` (a zero row stays zero), in fp32."""
-    features = features.float()
-    return features * (feature_norm / torch.linalg.vector_norm(features, dim=1, keepdim=True).clamp(min=1e-12))
+    return normalise_(features.to(torch.float32, copy=True), feature_norm)
+
+
+def normalise_(features: torch.Tensor, feature_norm: float) -> torch.Tensor:
+    """`normalise` in place on an fp32 batch (the same products, so the same bits)."""
+    return features.mul_(feature_norm / torch.linalg.vector_norm(features, dim=1, keepdim=True).clamp(min=1e-12))
+
+
+def clipped_row_sum(features: torch.Tensor, feature_norm: float) -> torch.Tensor:
+    """The sum, in float64, of the rows each clipped to a hair under L2 norm `feature_norm`
+    (see `private_mean`)."""
+    rows = features.to(torch.float64, copy=True)
+    norms = torch.linalg.vector_norm(rows, dim=1, keepdim=True)
+    return rows.mul_((feature_norm * CLIP_MARGIN / norms.clamp(min=1e-300)).clamp(max=1.0)).sum(0)
+
+
+def noisy_mean(
+    total: torch.Tensor, examples: int, feature_norm: float, sigma: float, generator: torch.Generator | None
+) -> torch.Tensor:
+    """(total + N(0, (sigma * feature_norm)^2) per coordinate) / examples, in fp32."""
+    if sigma > 0:
+        total = total + gaussian_noise(total.shape, sigma * feature_norm, generator).double()
+    return (total / examples).float()
 
 
 def private_mean(
@@ -113,13 +166,27 @@ def private_mean(
     by the public n. Clipped in float64 to a hair under `feature_norm` (rows the caller
     normalised to it lose nothing measurable), so no row's norm exceeds it after rounding and
     the sum's sensitivity is `feature_norm`, not a rounding above it."""
-    rows = features.double()
-    norms = torch.linalg.vector_norm(rows, dim=1, keepdim=True)
-    rows = rows * (feature_norm * CLIP_MARGIN / norms.clamp(min=1e-300)).clamp(max=1.0)
-    total = rows.sum(0)
-    if sigma > 0:
-        total = total + gaussian_noise(total.shape, sigma * feature_norm, generator).double()
-    return (total / features.shape[0]).float()
+    return noisy_mean(clipped_row_sum(features, feature_norm), features.shape[0], feature_norm, sigma, generator)
+
+
+def streamed_private_mean(
+    stream: FeatureStream, feature_norm: float, sigma: float, generator: torch.Generator | None
+) -> torch.Tensor:
+    """`private_mean` of the stream's (prepared) rows, read a micro-batch at a time: the
+    float64 sums of the micro-batches are added in order. With one micro-batch this is
+    `private_mean`'s sum exactly; with several, the additions are grouped otherwise, which
+    can move the float64 sum in its last bits (about 1e-16 relative) and, very rarely, the
+    float32 mean by one unit in its last place."""
+    total = None
+    for read in stream.readers():
+        part = _row_sum(read, feature_norm)
+        total = part if total is None else total + part
+    return noisy_mean(total, len(stream), feature_norm, sigma, generator)
+
+
+def _row_sum(read, feature_norm: float) -> torch.Tensor:
+    features, _ = read()
+    return clipped_row_sum(features, feature_norm)
 
 
 def composed_mu(sigma_mean: float | None, sigma_sgd: float, steps: int) -> float:
@@ -169,20 +236,52 @@ def sgd_ledger(settings: ProbeSettings, privacy: dict) -> PrivacyLedger:
     )
 
 
+@dataclass
+class ProbeInputs:
+    """What the probe sees of a batch of raw features (fp32, on its device, changed in place):
+    rows scaled to `feature_norm` (None: as they are), then the private `mean` subtracted
+    (None: not centred). Train and test batches go through the same map."""
+
+    feature_norm: float | None = None
+    mean: torch.Tensor | None = None
+
+    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+        if self.feature_norm is not None:
+            normalise_(features, self.feature_norm)
+        if self.mean is not None:
+            features.sub_(self.mean)
+        return features
+
+
+def statistics_rows(settings: ProbeSettings, width: int) -> int:
+    """Rows per micro-batch of the centring statistics: the run's micro-batch, fewer when
+    their float64 copy would pass STATISTICS_BYTES (ImageNet blocks4: 3,640 rows)."""
+    return max(1, min(int(settings.micro_batch), STATISTICS_BYTES // (8 * width)))
+
+
 def fit_probe(
-    train: torch.Tensor,
+    train,
     train_labels: torch.Tensor,
-    test: torch.Tensor,
+    test,
     classes: int,
     settings: ProbeSettings,
     randomness: RunRandomness | None = None,
-) -> tuple[nn.Linear, torch.Tensor, dict | None]:
-    """Train the probe on `train` (n, d); returns it, `test` prepared as `train` was
-    (normalised, centred on the same private mean) and the privacy record (None without).
-    `randomness`: the run's (a secret run needs it; a seeded one derives it from its settings)."""
+    device: torch.device | str | None = None,
+    state: LoopState | None = None,
+    progress: bool = False,
+) -> tuple[nn.Linear, ProbeInputs, dict | None]:
+    """Train the probe on `train` ((n, d) tensor or rows, `dpvip.transfer.rows`, read a
+    micro-batch at a time) on `device` (default: the features'); returns it, the map of raw
+    feature batches to its inputs (`ProbeInputs`: normalised, centred on the same private
+    mean; for `test` and any other split) and the privacy record (None without).
+    `randomness`: the run's (a secret run needs it; a seeded one derives it from its
+    settings). With `state` (entered), the run is saved every k steps and on SIGTERM and
+    resumes from what it holds: the probe, its momentum, the private mean and the ledger.
+    `test` is not read here (the caller scores the probe on it)."""
     settings.check()
-    examples, width = train.shape
-    device = train.device
+    rows = as_rows(train)
+    examples, width = rows.shape
+    device = torch.device(device) if device is not None else rows.device
     privacy = None
     if settings.private:
         privacy = calibrate(settings) | {
@@ -192,18 +291,23 @@ def fit_probe(
             "feature_norm": settings.feature_norm,
             "examples": examples,
         }
-    train, test = train.float(), test.to(device).float()
-    if settings.feature_norm is not None:
-        train, test = normalise(train, settings.feature_norm), normalise(test, settings.feature_norm)
     if privacy and randomness is None:  # `seeded` settings; `secret` needs the job's key (refused here)
         randomness = RunRandomness.for_settings(settings)
     if privacy:
         privacy |= randomness.record()
-    if settings.sigma_ratio is not None:
+    stop = state.stop_requested if state is not None else None
+    restored = state.restore(device) if state is not None else None
+    inputs = ProbeInputs(settings.feature_norm)
+    if restored:
+        inputs.mean = restored["mean"]
+    elif settings.sigma_ratio is not None:
         sigma = privacy["sigma_mean"] if privacy else 0.0
         centre_noise = noise_generator(randomness, 0, device, CENTRE) if privacy else None
-        mean = private_mean(train, settings.feature_norm, sigma, centre_noise)
-        train, test = train - mean, test - mean
+        raw = FeatureStream(rows, train_labels, statistics_rows(settings, width), device, inputs, stop)
+        try:
+            inputs.mean = streamed_private_mean(raw, settings.feature_norm, sigma, centre_noise)
+        except StepInterrupted:
+            raise SystemExit("stopped by SIGTERM while centring, before the first step (nothing to save)") from None
     probe = nn.Linear(width, classes, bias=False, device=device)
     nn.init.zeros_(probe.weight)
     params = [probe.weight]
@@ -220,37 +324,62 @@ def fit_probe(
         if privacy
         else None
     )
-    labels = train_labels.to(device)
+    first = 0
+    if restored:
+        probe.load_state_dict(restored["probe"])
+        optimizer.load_state_dict(restored["optimizer"])
+        first = restored["step"]
+        if dp_step:
+            dp_step.ledger = resumed_ledger(dp_step.ledger, restored, state)
+    stream = FeatureStream(rows, train_labels, settings.micro_batch, device, inputs, stop)
+
+    def take_step(step: int) -> None:
+        if dp_step:
+            private_step(dp_step, step, probe, stream, softmax_loss)
+        else:
+            mean_gradient_step(optimizer, probe, params, stream, None, softmax_loss)
+
+    def snapshot() -> dict:
+        return {
+            "probe": probe.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "mean": inputs.mean,
+            "privacy": asdict(dp_step.ledger) if dp_step else None,
+        }
+
     try:
-        for step in range(settings.steps):
-            if dp_step:
-                private_step(dp_step, step, probe, train, labels, softmax_loss, settings.micro_batch)
-            else:
-                mean_gradient_step(optimizer, probe, params, train, labels, None, softmax_loss, settings.micro_batch)
+        run_steps(first, settings.steps, take_step, state, snapshot, dp_step, "private probe", progress)
     finally:
         if dp_step:
             dp_step.clipper.close()
-    return probe, test, privacy
+    return probe, inputs, privacy
 
 
 def train_probe(
-    train: torch.Tensor,
+    train,
     train_labels: torch.Tensor,
-    test: torch.Tensor,
+    test,
     test_labels: torch.Tensor,
     classes: int,
     settings: ProbeSettings,
     randomness: RunRandomness | None = None,
+    device: torch.device | str | None = None,
+    state: LoopState | None = None,
+    progress: bool = False,
 ) -> dict:
-    """Private linear probing on `train` (n, d), scored on `test` (n_test, d): top-1 accuracy
-    in percent, the privacy record, the settings (JSON-able)."""
+    """Private linear probing on `train` (n, d), scored on `test` (n_test, d), tensors or
+    rows: top-1 accuracy in percent, the privacy record, the settings (JSON-able).
+    `randomness`, `device`, `state`: see `fit_probe`."""
     started = time.perf_counter()
     settings.check()
-    if train.ndim != 2:
+    if isinstance(train, torch.Tensor) and train.ndim != 2:
         raise DpvipInputError(f"probe train features must be (n, d), not {tuple(train.shape)}")
     check_features(train, train_labels, test, test_labels, classes)
-    probe, test, privacy = fit_probe(train, train_labels, test, classes, settings, randomness)
-    accuracy, _ = evaluate(probe, test, test_labels.to(test.device), softmax_loss, settings.micro_batch)
+    probe, inputs, privacy = fit_probe(
+        train, train_labels, test, classes, settings, randomness, device, state, progress
+    )
+    scored = FeatureStream(as_rows(test), test_labels, settings.micro_batch, probe.weight.device, inputs)
+    accuracy, _ = evaluate(probe, scored, softmax_loss)
     return {
         "accuracy": accuracy,
         "steps": settings.steps,
