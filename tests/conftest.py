@@ -225,3 +225,64 @@ def embedded_default(tmp_path_factory) -> EmbeddedRun:
         if run.full.returncode == 0:
             run.tables, run.shards = deterministic_tables(workdir), shard_hashes(workdir)
     return run
+
+
+# The DP-MAE chain at its smallest: 256 shader images for (Syn)-ViP micro, 512 LAION-format
+# crops, and one DP run (no ablations) with a checkpoint every 2 steps.
+SMALL = """
+synthetic:
+  datasets:
+    shaders: {family: shaders, images: 256, resolution: 32, shard_size: 128, options: {programs: 16}}
+data:
+  laion: {source: natural, images: 512, resolution: 64, shard_size: 256}
+pretrain:
+  syn_vip: {models: [micro], epochs: 1, batch_size: 64, warmup_epochs: 0}
+dp_pretrain:
+  models: [micro]
+  EXTRA
+  settings: {steps: STEPS, batch_size: 64, micro_batch: 32, warmup_steps: 1, checkpoint_every: 2, log_every: 1}
+  ablations: {dataset_size: [], random_init: [], model_size: [], batch_size: [], decoder_depth: [], \
+mask_ratio: [], epsilon: []}
+"""
+RUN = "results/dp_pretrain/vip_micro"
+
+
+def slurm_arguments(*overrides: str) -> list[str]:
+    """The slurm profile as a user runs it here: the site settings (partition) and resources
+    that fit a 2-CPU node given on the command line, squeue for job states (no accounting)."""
+    return [
+        "--profile",
+        str(ROOT / "profiles/slurm"),
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+        "--seconds-between-status-checks",
+        "2",
+        "--default-resources",
+        "slurm_partition=test",
+        "mem_mb=2000",
+        "cpus_per_task=1",
+        "runtime=60",
+        "--set-resources",
+        "dp_mae:mem_mb=4000",
+        *overrides,
+    ]
+
+
+def small_config(path: Path, steps: int, dp_extra: str = "") -> Path:
+    """The small chain with `steps` DP steps; `dp_extra`: more `dp_pretrain` keys (YAML flow)."""
+    path.write_text(SMALL.replace("STEPS", str(steps)).replace("EXTRA", dp_extra))
+    return path
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory) -> Path:
+    """A local single-process run of test_slurm's small chain, 8 DP steps (for the Slurm
+    tests that compare against it: built once a session)."""
+    workdir = tmp_path_factory.mktemp("local")
+    done = run_snakemake(
+        workdir, f"{RUN}/model.pt", "--cores", "2", "--configfile", str(small_config(workdir / "small.yaml", 8))
+    )
+    assert done.returncode == 0, done.output[-3000:]
+    return workdir

@@ -145,7 +145,10 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     tasks = {task: sum(1 for t, _ in evaluations if t == task) for task, _ in evaluations}
     assert tasks == {"linear_probe": 64, "few_shot": 53, "coco": 2, "ade20k": 2, "dp_finetune": 2}
     runtime = {"linear_probe": 1440, "few_shot": 240, "coco": 4320, "ade20k": 1440, "dp_finetune": 2880}
-    assert all("gpu=1" in resources and f"runtime={runtime[task]}" in resources for task, resources in evaluations)
+    gpus = {"linear_probe": 1, "few_shot": 1, "coco": 8, "ade20k": 8, "dp_finetune": 8}  # DDP / DP ranks
+    assert all(
+        f"gpu={gpus[task]}" in resources and f"runtime={runtime[task]}" in resources for task, resources in evaluations
+    )
     randp = re.findall(r"rule dprandp_(phase1|private):\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(randp) == 5 + PAPER_JOBS["dprandp_private"]
     assert all(

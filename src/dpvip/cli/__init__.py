@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpvip.cli import bench, bundle, data, dprandp, pretrain, privacy, synthetic
+from dpvip.cli import bench, bundle, data, dprandp, evaluate, pretrain, privacy, synthetic
 from dpvip.cli._common import EXIT_BAD_INPUT, OneLineParser
 from dpvip.errors import DpvipInputError
 
-GROUPS = (privacy, bundle, synthetic, pretrain, bench, data, dprandp)  # in `dpvip --help` order
+GROUPS = (privacy, bundle, synthetic, pretrain, evaluate, bench, data, dprandp)  # in `dpvip --help` order
 
 
 def build_parser() -> argparse.ArgumentParser:

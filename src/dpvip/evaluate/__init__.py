@@ -8,6 +8,8 @@
   `cnn_baselines` (AlexNet and ResNet-50 with SGD), `dp_finetune` (DP-AdamW end to end).
 - Dense tasks: `vitdet` and `detection` (ViTDet with Mask R-CNN heads, COCO AP),
   `detectron2_convert` and `detectron2_run` (detectron2's own ViTDet at paper scale),
-  `upernet` and `segmentation` (UPerNet, ADE20K mIoU).
-- Workflow: `plan` (the jobs the ViP tables and figures need), `jobs` (one job's result file).
+  `upernet` and `segmentation` (UPerNet, ADE20K mIoU); `dense_training` (what both share to
+  resume bit for bit and to run as several processes under DDP).
+- Workflow: `jobs` (one job's result file, in one process or as a rank of several),
+  `resumable` (where a job keeps its loops' states and finished grid points).
 """

@@ -23,7 +23,7 @@ five pooling stages need 63 px), so the caller builds the dataset at a fitting s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -34,7 +34,9 @@ from dpvip.errors import DpvipInputError, first_line
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.finetune import FinetuneSettings, classifier_accuracy, train_classifier
 from dpvip.evaluate.linear_probe import best_of_grid
+from dpvip.evaluate.resumable import JobState, NoState
 from dpvip.files import sha256
+from dpvip.train.resume import LoopState
 
 
 @dataclass(frozen=True)
@@ -142,14 +144,18 @@ def sgd(params: list[nn.Parameter], settings: FinetuneSettings) -> torch.optim.O
 
 
 def cnn_finetune(
-    arch: str, checkpoint: str | Path | None, train: LabelledImages, settings: FinetuneSettings = CNN_FINETUNE
+    arch: str,
+    checkpoint: str | Path | None,
+    train: LabelledImages,
+    settings: FinetuneSettings = CNN_FINETUNE,
+    saved: LoopState | NoState | None = None,
 ) -> nn.Module:
     """`arch` (from `checkpoint`, or random from the seed) fine-tuned whole on `train` with
-    SGD (momentum 0.9)."""
+    SGD (momentum 0.9); `saved`: where the loop keeps its state (a rerun resumes it)."""
     settings.check()
     check_image_size(arch, train)
     torch.manual_seed(settings.seed)
-    return train_classifier(build_cnn(arch, train.classes, checkpoint), train, settings, sgd)
+    return train_classifier(build_cnn(arch, train.classes, checkpoint), train, settings, sgd, saved)
 
 
 def init_record(checkpoint: str | Path | None) -> dict:
@@ -165,20 +171,20 @@ def cnn_finetune_grid(
     test: LabelledImages,
     settings: FinetuneSettings = CNN_FINETUNE,
     lrs=CNN_LRS,
+    job: JobState | None = None,
 ) -> dict:
     """Top-1 test accuracy (a fraction, as `finetune_grid`) for each lr, the best, where the
-    weights came from and the optimizer."""
+    weights came from and the optimizer. `job`: where the runs' states and the finished grid
+    points are kept."""
     check_image_size(arch, test)
     record = init_record(checkpoint) | {
         "arch": arch,
         "optimizer": "sgd",
         "momentum": CNN_MOMENTUM,
     }  # before training: a missing file fails fast
-    return (
-        best_of_grid(
-            lambda lr: classifier_accuracy(cnn_finetune(arch, checkpoint, train, replace(settings, lr=lr)), test),
-            list(lrs),
-            "lr",
-        )
-        | record
-    )
+
+    def accuracy_of(lr: float, saved) -> float:
+        return classifier_accuracy(cnn_finetune(arch, checkpoint, train, replace(settings, lr=lr), saved), test)
+
+    weights = {"arch": arch, "init_sha256": record.get("init_sha256", "random")}
+    return best_of_grid(accuracy_of, list(lrs), "lr", job, asdict(settings) | weights) | record

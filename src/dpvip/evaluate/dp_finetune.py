@@ -16,6 +16,12 @@ Not in the paper: the clip norm C of fine-tuning. We use ViP pre-training's C = 
 Adam a common scale of signal and noise cancels, so C acts only through which examples
 it clips (at 0.1, nearly all of them). delta defaults to 1/(2n) (the paper's 8e-7 at
 n = 1,281,167 is about 1/n; give it to reproduce that record).
+
+A run saves its state (weights, AdamW, lr schedule, ledger, batch sizes) in its private work
+folder every k steps and on SIGTERM; a rerun resumes it to the same weights and ledger. It
+runs as several processes too (torchrun): every rank takes its share of each Poisson batch
+(`PoissonBatches` splits the sampling blocks over ranks), the clipped sums are all-reduced
+before the noise is added once (`DPStep`), and the ranks split the test set.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from tqdm import tqdm
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.features import FeatureChoice
+from dpvip.evaluate.resumable import JobState
 from dpvip.evaluate.finetune import Classifier, classifier_accuracy
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy import ACCOUNTANTS, check_randomness
@@ -129,10 +136,17 @@ def _summary(sizes: list[int], expected: float) -> dict:
     }
 
 
-def run_randomness(settings: DPFinetuneSettings, examples: int, work_dir: str | Path | None) -> RunRandomness:
+def run_randomness(
+    settings: DPFinetuneSettings, examples: int, work_dir: str | Path | None, dist=None
+) -> RunRandomness:
     """The noise and batches of a fine-tuning run on `examples` images: its secret in
-    `work_dir`, or its seed; one stream per settings and n."""
+    `work_dir`, or its seed; one stream per settings and n. Under several processes rank 0
+    makes the secret first and the others read it."""
     run = {"settings": asdict(settings), "examples": examples}
+    if dist is not None and dist.world > 1:
+        if dist.is_main:
+            RunRandomness.for_run(settings.randomness, work_dir, settings.seed, run)
+        dist.barrier()
     return RunRandomness.for_run(settings.randomness, work_dir, settings.seed, run)
 
 
@@ -140,13 +154,18 @@ def train_dp_classifier(
     mae: MaskedAutoencoder,
     train,
     settings: DPFinetuneSettings,
-    work_dir: str | Path | None = None,
+    work_dir: JobState | str | Path | None = None,
     progress: bool = True,
 ) -> tuple[Classifier, dict]:
     """A copy of `mae` with a linear head, fine-tuned on `train` under DP-AdamW; returns it
     and what the run recorded (the privacy ledger w.r.t. `train`, realised batch sizes).
-    `work_dir`: the run's private folder, where its secret key lives (secret randomness)."""
+    `work_dir`: the run's private folder (or its JobState), where its secret key lives
+    (secret randomness) and its state is saved every k steps and on SIGTERM; a rerun
+    resumes it, ledger included. Under several processes (the JobState's `dist`) each rank
+    takes its share of every Poisson batch, and the clipped sums meet before the noise."""
     settings.check()
+    job = JobState.of(work_dir)
+    dist = job.dist
     examples = len(train)
     if examples == 0:
         raise DpvipInputError("DP fine-tuning needs at least one training image")
@@ -165,16 +184,52 @@ def train_dp_classifier(
     clipper = ClippedGradientSum(classifier, settings.clip_norm)
     optimizer = make_optimizer("adamw", clipper.params, settings.lr, settings.weight_decay)
     scheduler = warmup_then_constant(optimizer, settings.warmup_steps)
-    randomness = run_randomness(settings, examples, work_dir)
-    dp_step = DPStep(clipper, optimizer, ledger, examples, randomness, allow_large_delta=settings.allow_large_delta)
-    sizes, clipped = [], 0
+    randomness = run_randomness(settings, examples, job.folder, dist)
+    ranks = {"rank": dist.rank, "world": dist.world, "all_reduce": dist.sum_tensor} if dist is not None else {}
+    dp_step = DPStep(
+        clipper, optimizer, ledger, examples, randomness, allow_large_delta=settings.allow_large_delta, **ranks
+    )
+    sizes, clipped, start = [], 0, 0
+    saved = job.loop("dp_finetune", {"settings": asdict(settings), "examples": examples})
     try:
-        for step in tqdm(range(settings.steps), desc="DP fine-tuning", disable=not progress):
-            # Indices only: nothing here draws per-example randomness (no augmentation).
-            chosen = dp_step.batch(step)
-            clipped += dp_step(step, _micro_batches(classifier, train, chosen, settings.micro_batch, device)).clipped
-            scheduler.step()
-            sizes.append(len(chosen))
+        with saved:
+            state = saved.restore()
+            if state:
+                classifier.load_state_dict(state["model"])
+                optimizer.load_state_dict(state["optimizer"])
+                scheduler.load_state_dict(state["scheduler"])
+                dp_step.ledger = dp_step.ledger.resumed(state["privacy"], state["step"], str(saved.path))
+                sizes, clipped, start = list(state["batch_sizes"]), state["clipped"], state["step"]
+            steps = range(start, settings.steps)
+            for step in tqdm(
+                steps,
+                desc="DP fine-tuning",
+                initial=start,
+                total=settings.steps,
+                disable=not (progress and job.is_main),
+            ):
+                # Indices only: nothing here draws per-example randomness (no augmentation).
+                chosen = dp_step.batch(step)
+                report = dp_step(step, _micro_batches(classifier, train, chosen, settings.micro_batch, device))
+                scheduler.step()
+                # the whole batch over ranks: its size and how many were clipped
+                counts = torch.tensor([report.examples, report.clipped], dtype=torch.float64, device=device)
+                if dist is not None:
+                    dist.sum_tensor(counts)
+                sizes.append(round(float(counts[0])))
+                clipped += round(float(counts[1]))
+                saved.after_step(
+                    step + 1,
+                    lambda: {
+                        "model": classifier.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(),
+                        "privacy": dp_step.ledger.record(),
+                        "batch_sizes": sizes,
+                        "clipped": clipped,
+                    },
+                    last=step + 1 == settings.steps,
+                )
     finally:
         clipper.close()
     record = {
@@ -190,17 +245,22 @@ def dp_finetune(
     train,
     test,
     settings: DPFinetuneSettings,
-    work_dir: str | Path | None = None,
+    work_dir: JobState | str | Path | None = None,
     progress: bool = True,
 ) -> dict:
     """Fine-tune a copy of `mae` with a linear head on `train` under DP-AdamW and score it on
     `test` (LabelledImages or FolderImages): top-1 accuracy in percent, the privacy ledger
-    (w.r.t. `train`), the realised batch sizes and the settings."""
-    classifier, record = train_dp_classifier(mae, train, settings, work_dir, progress)
+    (w.r.t. `train`), the realised batch sizes and the settings. `work_dir` as for
+    `train_dp_classifier`; the saved state is cleared once the score exists."""
+    job = JobState.of(work_dir)
+    classifier, record = train_dp_classifier(mae, train, settings, job, progress)
+    accuracy = classifier_accuracy(classifier, test, dist=job.dist)
+    job.clear_loop("dp_finetune")
     return {
-        "top1_percent": 100.0 * classifier_accuracy(classifier, test),
+        "top1_percent": 100.0 * accuracy,
         **record,
         "dataset": train.name,
         "test_examples": len(test),
         "settings": asdict(settings),
+        "world_size": job.dist.world if job.dist is not None else 1,
     }

@@ -5,14 +5,15 @@ warm-up then cosine, AutoAugment (ImageNet policy) on the training images.
 The head reads the features of a `FeatureChoice` (default: mean of the patch tokens after
 the final norm, as MAE's fine-tuning pools). The decoder is not used and not trained.
 `train_classifier` is the loop itself, for any classifier and optimizer (the CNN baselines
-use it with SGD, as A.3 does for AlexNet and ResNet).
+use it with SGD, as A.3 does for AlexNet and ResNet). A run can keep its state (`saved`) and
+resume mid-epoch to the same weights; the grid keeps each finished lr's accuracy.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
@@ -24,8 +25,10 @@ from dpvip.evaluate.accuracy import classifier_accuracy
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, trainable_features
 from dpvip.evaluate.linear_probe import best_of_grid
+from dpvip.evaluate.resumable import JobState, NoState, ShuffledEpochs, restore_training, training_state
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.train.optim import warmup_cosine
+from dpvip.train.resume import LoopState
 
 
 @dataclass(frozen=True)
@@ -80,11 +83,14 @@ class AutoAugmented:
         return (augmented.float() / 255 - self.mean) / self.std
 
 
-def finetune(mae: MaskedAutoencoder, train: LabelledImages, settings: FinetuneSettings) -> Classifier:
-    """A copy of `mae` fine-tuned with a head on `train` (the given model is left as it was)."""
+def finetune(
+    mae: MaskedAutoencoder, train: LabelledImages, settings: FinetuneSettings, saved: LoopState | NoState | None = None
+) -> Classifier:
+    """A copy of `mae` fine-tuned with a head on `train` (the given model is left as it was);
+    `saved`: where the loop keeps its state (a rerun resumes it)."""
     torch.manual_seed(settings.seed)
     classifier = Classifier(copy.deepcopy(mae), train.classes, settings.features)
-    return train_classifier(classifier, train, settings)
+    return train_classifier(classifier, train, settings, adamw, saved)
 
 
 def adamw(params: list[nn.Parameter], settings: FinetuneSettings) -> torch.optim.Optimizer:
@@ -96,28 +102,35 @@ OptimizerOf = Callable[[list[nn.Parameter], FinetuneSettings], torch.optim.Optim
 
 
 def train_classifier(
-    model: nn.Module, train: LabelledImages, settings: FinetuneSettings, optimizer_of: OptimizerOf = adamw
+    model: nn.Module,
+    train: LabelledImages,
+    settings: FinetuneSettings,
+    optimizer_of: OptimizerOf = adamw,
+    saved: LoopState | NoState | None = None,
 ) -> nn.Module:
     """`model`'s trainable parameters trained on `train` in place: cross-entropy on shuffled
-    batches, warm-up then cosine by step, AutoAugment if set; returns it in eval mode."""
+    batches, warm-up then cosine by step, AutoAugment if set; returns it in eval mode.
+    `saved`: where the loop keeps its state, saved every k steps and on SIGTERM (a rerun
+    resumes it: the model is built as before, then the state replaces its weights)."""
     settings.check()
     if len(train) == 0:
         raise DpvipInputError("fine-tuning needs at least one training image")
     generator = torch.Generator().manual_seed(settings.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = optimizer_of(params, settings)
-    batch = min(settings.batch_size, len(train))
-    steps_per_epoch = -(-len(train) // batch)
-    total = settings.epochs * steps_per_epoch
-    scheduler = warmup_cosine(optimizer, total, min(settings.warmup_epochs * steps_per_epoch, total), 0.0)
+    steps = ShuffledEpochs(
+        len(train), min(settings.batch_size, len(train)), settings.epochs, generator, drop_last=False
+    )
+    warmup = min(settings.warmup_epochs * steps.per_epoch, steps.total)
+    scheduler = warmup_cosine(optimizer, steps.total, warmup, 0.0)
     augment = AutoAugmented() if settings.auto_augment else None
     loss_function = nn.CrossEntropyLoss()
     device = params[0].device
     model.train()
-    step = 0
-    for _ in range(settings.epochs):
-        order = torch.randperm(len(train), generator=generator)
-        for chosen in order.split(batch):
+    saved = saved or NoState()
+    with saved:
+        restore_training(saved, model, optimizer, steps)
+        for step, chosen in steps:
             images = train.images[chosen]
             if augment is not None:
                 images = augment(images)
@@ -125,12 +138,23 @@ def train_classifier(
             optimizer.zero_grad(set_to_none=True)
             loss_function(model(images.to(device)), train.labels[chosen].to(device)).backward()
             optimizer.step()
-            step += 1
+            done = step + 1
+            saved.after_step(done, lambda: training_state(model, optimizer, steps, done), last=done == steps.total)
     return model.eval()
 
 
 def finetune_grid(
-    mae: MaskedAutoencoder, train: LabelledImages, test: LabelledImages, settings: FinetuneSettings, lrs: list[float]
+    mae: MaskedAutoencoder,
+    train: LabelledImages,
+    test: LabelledImages,
+    settings: FinetuneSettings,
+    lrs: list[float],
+    job: JobState | None = None,
 ) -> dict:
-    """Top-1 test accuracy for each learning rate of the paper's grid, and the best."""
-    return best_of_grid(lambda lr: classifier_accuracy(finetune(mae, train, replace(settings, lr=lr)), test), lrs, "lr")
+    """Top-1 test accuracy for each learning rate of the paper's grid, and the best. `job`:
+    where the runs' states and the finished grid points are kept."""
+
+    def accuracy_of(lr: float, saved) -> float:
+        return classifier_accuracy(finetune(mae, train, replace(settings, lr=lr), saved), test)
+
+    return best_of_grid(accuracy_of, lrs, "lr", job, asdict(settings))

@@ -3,6 +3,13 @@
 Every result holds `columns` ({table column: value in percent, or epsilon/delta}), which the
 ViP tables read, beside what produced it: the task's settings, the data (and the stand-in,
 if one), the grid of hyperparameters tried, and the wall time.
+
+Jobs resume from their private work folder (`<result>.work`): the linear probe, few-shot
+fine-tuning and DP fine-tuning save their loops' states there (`dpvip.evaluate.resumable`)
+every `checkpoint_every` steps (a key of the task's section; CHECKPOINT_EVERY otherwise)
+and on SIGTERM, and keep the grid points they finished; the states belong to the job's
+checkpoint (SHA-256) and section. COCO and ADE20K keep their own states there. DP
+fine-tuning, COCO and ADE20K also run as several processes (`dist`, under torchrun).
 """
 
 from __future__ import annotations
@@ -14,22 +21,36 @@ from pathlib import Path
 
 import torch
 
+from dpvip.errors import DpvipInputError
 from dpvip.evaluate.datasets import labelled_split
 from dpvip.evaluate.features import FeatureChoice, extract
 from dpvip.evaluate.kshot import k_shot_indices
 from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, top1_accuracy, train_probe_augmented
-from dpvip.plan.vip_evaluations import Evaluation
-from dpvip.files import private_work_dir, write_json
+from dpvip.evaluate.resumable import JobState
+from dpvip.files import private_work_dir, sha256, write_json
 from dpvip.models.checkpoint import load_mae_at
+from dpvip.plan.vip_evaluations import Evaluation
+
+# Steps between saved states, by task: the probe is small (a save costs little); a few-shot
+# step is short beside the save of a whole encoder and its AdamW moments; a DP step at the
+# paper's B = 262,144 takes minutes.
+CHECKPOINT_EVERY = {"linear_probe": 100, "few_shot": 500, "dp_finetune": 10}
+# Keys of a task's section that say how the job runs, not what it computes: how often it
+# saves, and its processes per node and nodes (read by rules/evaluate.smk).
+LAUNCH = ("processes", "nodes")
+OPERATIONAL = ("checkpoint_every", *LAUNCH)
+MULTI_PROCESS = ("dp_finetune", "coco", "ade20k")  # the tasks that run as several processes
 
 
-def _device() -> torch.device:
+def _device(job: JobState) -> torch.device:
+    if job.dist is not None:
+        return job.dist.device
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict) -> dict:
+def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict, job: JobState) -> dict:
     options = section["linear_probe"]
-    mae, _ = load_mae_at(checkpoint, section["image_size"], _device())
+    mae, _ = load_mae_at(checkpoint, section["image_size"], _device(job))
     train, test, data = labelled_split(
         evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"]
     )
@@ -39,10 +60,12 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths:
     )
     test_features = extract(mae, test, choice)
     if settings.augment:  # every batch through the encoder again
-        probe_of = lambda blr: train_probe_augmented(mae, choice, train, replace(settings, blr=blr))  # noqa: E731
-        grid = best_of_grid(
-            lambda blr: top1_accuracy(probe_of(blr), test_features, test.labels), options["blrs"], "blr"
-        )
+
+        def accuracy_of(blr: float, saved) -> float:
+            probe = train_probe_augmented(mae, choice, train, replace(settings, blr=blr), saved)
+            return top1_accuracy(probe, test_features, test.labels)
+
+        grid = best_of_grid(accuracy_of, options["blrs"], "blr", job, asdict(settings))
     else:
         grid = probe_grid(
             (extract(mae, train, choice), train.labels),
@@ -50,6 +73,7 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths:
             train.classes,
             settings,
             options["blrs"],
+            job,
         )
     return {
         "columns": {evaluation.dataset: 100 * grid["accuracy"]},
@@ -63,7 +87,7 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths:
     }
 
 
-def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict) -> dict:
+def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict, job: JobState) -> dict:
     from dpvip.evaluate.finetune import FinetuneSettings, finetune_grid
 
     options = section["few_shot"]
@@ -85,13 +109,13 @@ def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None, pat
         from dpvip.evaluate.cnn_baselines import cnn_finetune_grid
 
         settings = FinetuneSettings(**common, weight_decay=0.0)
-        grid = cnn_finetune_grid(arch, checkpoint, chosen, test, settings, options["cnn_lrs"])
+        grid = cnn_finetune_grid(arch, checkpoint, chosen, test, settings, options["cnn_lrs"], job)
     else:
-        mae, _ = load_mae_at(checkpoint, section["image_size"], _device())
+        mae, _ = load_mae_at(checkpoint, section["image_size"], _device(job))
         settings = FinetuneSettings(
             **common, weight_decay=options["weight_decay"], features=FeatureChoice(**options["features"])
         )
-        grid = finetune_grid(mae, chosen, test, settings, options["lrs"])
+        grid = finetune_grid(mae, chosen, test, settings, options["lrs"], job)
     return {
         "columns": {column: 100 * grid["accuracy"]},
         "grid": grid,
@@ -100,21 +124,20 @@ def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None, pat
     }
 
 
-def _dp_finetune(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict) -> dict:
+def _dp_finetune(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict, job: JobState) -> dict:
     from dpvip.evaluate.dp_finetune import DPFinetuneSettings, dp_finetune
 
-    options = dict(section["dp_finetune"])
-    options.pop("dataset")
-    settings = DPFinetuneSettings(**options | {"features": FeatureChoice(**options["features"])})
-    mae, _ = load_mae_at(checkpoint, section["image_size"], _device())
+    options = {key: value for key, value in section["dp_finetune"].items() if key not in (*OPERATIONAL, "dataset")}
+    settings = DPFinetuneSettings(**options | {"features": FeatureChoice(**options.get("features", {}))})
+    mae, _ = load_mae_at(checkpoint, section["image_size"], _device(job))
     train, test, data = labelled_split(
         evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"]
     )
-    result = dp_finetune(mae, train, test, settings, private_work_dir(paths["out"]))
+    result = dp_finetune(mae, train, test, settings, job, progress=job.is_main)
     privacy = result["privacy"]
     columns = {"Top-1 Accuracy": result["top1_percent"], "epsilon": privacy["epsilon_spent"], "delta": privacy["delta"]}
     return {"columns": columns, "data": data} | {
-        key: result[key] for key in ("privacy", "batch_sizes", "clipped_fraction", "settings")
+        key: result[key] for key in ("privacy", "batch_sizes", "clipped_fraction", "settings", "world_size")
     }
 
 
@@ -128,10 +151,10 @@ def shapes_spec(section: dict, image_size: int):
     )
 
 
-def _ade20k(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict) -> dict:
+def _ade20k(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict, job: JobState) -> dict:
     from dpvip.evaluate.segmentation import SegmentationSettings, ade20k, evaluate_ade, shapes_segmentation
 
-    options = dict(section["ade20k"])
+    options = {key: value for key, value in section["ade20k"].items() if key not in LAUNCH}
     source, root, image_size = options.pop("source"), options.pop("root"), options.pop("image_size")
     if source == "standin":
         spec = shapes_spec(section, image_size)
@@ -143,8 +166,10 @@ def _ade20k(evaluation: Evaluation, section: dict, checkpoint: str | None, paths
     else:
         train, test = ade20k(root, "training", image_size), ade20k(root, "validation", image_size)
         data = {}
-    mae, _ = load_mae_at(checkpoint, None, _device())
-    result = evaluate_ade(mae, train, test, SegmentationSettings(**options))
+    mae, _ = load_mae_at(checkpoint, None, _device(job))
+    result = evaluate_ade(
+        mae, train, test, SegmentationSettings(**options), job.is_main, work_dir=job.folder, dist=job.dist
+    )
     return {
         "columns": {"ADE20K mIoU": result["miou"]},
         "data": data | {"train": len(train), "test": len(test)},
@@ -152,7 +177,7 @@ def _ade20k(evaluation: Evaluation, section: dict, checkpoint: str | None, paths
     }
 
 
-COCO_SETTINGS = ("backend", "source", "root", "detectron2")  # the rest are DetectionSettings
+COCO_SETTINGS = ("backend", "source", "root", "detectron2", *LAUNCH)  # the rest are DetectionSettings
 
 
 def coco_files(section: dict, standin_folder: str | None) -> dict[str, Path]:
@@ -174,7 +199,7 @@ def coco_files(section: dict, standin_folder: str | None) -> dict[str, Path]:
     }
 
 
-def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict) -> dict:
+def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict, job: JobState) -> dict:
     from dpvip.evaluate.detection import DetectionSettings, evaluate_coco
 
     options = section["coco"]
@@ -187,6 +212,9 @@ def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: 
     if options["backend"] == "detectron2":
         from dpvip.evaluate.detectron2_run import run_vitdet
 
+        if job.dist is not None and job.dist.world > 1:
+            raise DpvipInputError("evaluate.coco.backend detectron2 starts its own processes: run its job as one")
+
         scores = run_vitdet(
             checkpoint, options["root"], options["detectron2"], Path(paths["out"]).with_suffix(".detectron2")
         )
@@ -194,9 +222,17 @@ def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: 
         settings = DetectionSettings(
             **{key: tuple(v) if key == "lr_steps" else v for key, v in options.items() if key not in COCO_SETTINGS}
         )
-        mae, _ = load_mae_at(checkpoint, None, _device())
+        mae, _ = load_mae_at(checkpoint, None, _device(job))
         scores = evaluate_coco(
-            mae, files["train_json"], files["train_root"], files["val_json"], files["val_root"], settings
+            mae,
+            files["train_json"],
+            files["train_root"],
+            files["val_json"],
+            files["val_root"],
+            settings,
+            job.is_main,
+            work_dir=job.folder,
+            dist=job.dist,
         )
         data |= {"train": scores["train_images"], "test": scores["val_images"]}
     return {
@@ -206,7 +242,7 @@ def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: 
     }
 
 
-RUNNERS: dict[str, Callable[[Evaluation, dict, str | None, dict], dict]] = {
+RUNNERS: dict[str, Callable[[Evaluation, dict, str | None, dict, JobState], dict]] = {
     "linear_probe": _probe,
     "few_shot": _few_shot,
     "dp_finetune": _dp_finetune,
@@ -215,19 +251,48 @@ RUNNERS: dict[str, Callable[[Evaluation, dict, str | None, dict], dict]] = {
 }
 
 
+def job_state(evaluation: Evaluation, section: dict, checkpoint: str | None, out: str | Path, dist=None) -> JobState:
+    """Where the job writing `out` keeps its loops' states (its private work folder), what
+    they belong to (the evaluation, its checkpoint's SHA-256 and its section without the
+    keys that do not change the result) and how often they are saved."""
+    options = section.get(evaluation.task, {})
+    identity = {
+        "evaluation": asdict(evaluation),
+        "checkpoint": sha256(checkpoint) if checkpoint else None,
+        "section": section | {evaluation.task: {k: v for k, v in options.items() if k not in OPERATIONAL}},
+    }
+    every = options.get("checkpoint_every", CHECKPOINT_EVERY.get(evaluation.task, 100))
+    if not (isinstance(every, int) and every >= 1):
+        raise DpvipInputError(f"evaluate.{evaluation.task}.checkpoint_every {every!r} must be a positive integer")
+    return JobState(private_work_dir(out), identity, every, dist)
+
+
 def run_evaluation(
-    evaluation: Evaluation, section: dict, checkpoint: str | None, out: str | Path, standin: str | None = None
+    evaluation: Evaluation,
+    section: dict,
+    checkpoint: str | None,
+    out: str | Path,
+    standin: str | None = None,
+    dist=None,
 ) -> dict:
     """Run `evaluation` with the config's `evaluate` section and write its result to `out`
-    (`standin`: the folder of the generated COCO stand-in, when the task reads it)."""
+    (`standin`: the folder of the generated COCO stand-in, when the task reads it). A rerun
+    of an interrupted job resumes it. `dist`: the processes of a multi-process job
+    (`dpvip.train.distributed.Distributed`; the tasks of MULTI_PROCESS), rank 0 writes."""
+    if dist is not None and dist.world > 1 and evaluation.task not in MULTI_PROCESS:
+        raise DpvipInputError(
+            f"{evaluation.task} runs as one process, not {dist.world}: only {', '.join(MULTI_PROCESS)} runs as several"
+        )
     torch.manual_seed(0)
     started = time.perf_counter()
-    result = RUNNERS[evaluation.task](evaluation, section, checkpoint, {"out": out, "standin": standin})
+    job = job_state(evaluation, section, checkpoint, out, dist)
+    result = RUNNERS[evaluation.task](evaluation, section, checkpoint, {"out": out, "standin": standin}, job)
     record = {
         "evaluation": asdict(evaluation),
         "checkpoint": checkpoint,
         **result,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    write_json(record, out)
+    if job.is_main:
+        write_json(record, out)
     return record

@@ -7,12 +7,16 @@ Without augmentation (the embedded default) features are computed once and the p
 on them (`train_probe`). With augmentation (MAE's probe: RandomResizedCrop + horizontal flip,
 the paper scale), every batch goes through the frozen encoder again (`train_probe_augmented`);
 the crop is taken from the evaluation-size centre crop, not from the full photograph.
+
+Each probe's loop can keep its state (`saved`, from a `dpvip.evaluate.resumable.JobState`):
+saved every k steps and on SIGTERM, resumed mid-epoch by a rerun to the same weights; the
+grid (`probe_grid`, `best_of_grid`) keeps each finished point's accuracy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from timm.optim import Lars
@@ -20,10 +24,11 @@ from torch import nn
 from torchvision.transforms import v2
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, encoder_features
+from dpvip.evaluate.resumable import JobState, NoState, ShuffledEpochs, restore_training, training_state
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.train.optim import warmup_cosine
+from dpvip.train.resume import LoopState
 
 
 @dataclass(frozen=True)
@@ -71,10 +76,11 @@ def _fit(
     classes: int,
     examples: int,
     settings: ProbeSettings,
-    epoch_batches: Callable[[int, torch.Generator], Iterable],
+    batch_of: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    saved: LoopState | NoState | None = None,
 ) -> LinearProbe:
-    """Train a probe on `epoch_batches(batch, generator)`: one epoch of shuffled full
-    batches of (features, labels)."""
+    """Train a probe on `batch_of(indices)` (the features and labels of those examples) over
+    shuffled full batches; `saved`: where the loop keeps its state (a rerun resumes it)."""
     settings.check()
     if examples == 0:
         raise DpvipInputError("linear probe needs as many labels as features, and at least one")
@@ -82,30 +88,39 @@ def _fit(
     torch.manual_seed(settings.seed)
     probe = LinearProbe(width, classes)
     batch = min(settings.batch_size, examples)
-    steps_per_epoch = examples // batch
     optimizer = lars(probe, settings.blr * batch / 256, settings)
-    total = settings.epochs * steps_per_epoch
-    scheduler = warmup_cosine(optimizer, total, min(settings.warmup_epochs * steps_per_epoch, total), 0.0)
+    steps = ShuffledEpochs(examples, batch, settings.epochs, generator, drop_last=True)
+    warmup = min(settings.warmup_epochs * steps.per_epoch, steps.total)
+    scheduler = warmup_cosine(optimizer, steps.total, warmup, 0.0)
     loss_function = nn.CrossEntropyLoss()
     probe.train()
-    step = 0
-    for _ in range(settings.epochs):
-        for features, labels in epoch_batches(batch, generator):
+    saved = saved or NoState()
+    with saved:
+        restore_training(saved, probe, optimizer, steps)
+        for step, chosen in steps:
+            features, labels = batch_of(chosen)
             scheduler.step_update(step)
             optimizer.zero_grad(set_to_none=True)
             loss_function(probe(features), labels).backward()
             optimizer.step()
-            step += 1
+            done = step + 1
+            saved.after_step(done, lambda: training_state(probe, optimizer, steps, done), last=done == steps.total)
     return probe.eval()
 
 
-def train_probe(features: torch.Tensor, labels: torch.Tensor, classes: int, settings: ProbeSettings) -> LinearProbe:
+def train_probe(
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    classes: int,
+    settings: ProbeSettings,
+    saved: LoopState | NoState | None = None,
+) -> LinearProbe:
     """A probe trained on precomputed (features, labels) for `settings.epochs` epochs."""
     if len(features) != len(labels) or len(features) == 0:
         raise DpvipInputError(f"linear probe needs as many labels as features (got {len(features)} and {len(labels)})")
-
-    data = LabelledImages(features, labels, classes, "features")
-    return _fit(features.shape[1], classes, len(features), settings, data.shuffled_batches)
+    return _fit(
+        features.shape[1], classes, len(features), settings, lambda chosen: (features[chosen], labels[chosen]), saved
+    )
 
 
 def probe_augmentation(image_size: int) -> v2.Compose:
@@ -118,19 +133,26 @@ def probe_augmentation(image_size: int) -> v2.Compose:
     )
 
 
-def train_probe_augmented(mae: MaskedAutoencoder, choice: FeatureChoice, train, settings: ProbeSettings) -> LinearProbe:
+def train_probe_augmented(
+    mae: MaskedAutoencoder,
+    choice: FeatureChoice,
+    train,
+    settings: ProbeSettings,
+    saved: LoopState | NoState | None = None,
+) -> LinearProbe:
     """A probe trained on features of freshly augmented views of `train` (LabelledImages or
     FolderImages) each epoch, from the frozen encoder in eval mode."""
     mae.eval()
     device = next(mae.parameters()).device
     augment = probe_augmentation(mae.settings.image_size)
 
-    def epoch_batches(batch: int, generator: torch.Generator):
-        for images, labels in train.shuffled_batches(batch, generator):
-            views = torch.stack([augment(image) for image in images])
-            yield encoder_features(mae, views.to(device), choice).float().cpu(), labels
+    def batch_of(chosen: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        images = train.subset(chosen)
+        views = torch.stack([augment(image) for image in images.images])
+        return encoder_features(mae, views.to(device), choice).float().cpu(), images.labels
 
-    return _fit(choice.width(mae.norm.normalized_shape[0]), train.classes, len(train), settings, epoch_batches)
+    width = choice.width(mae.norm.normalized_shape[0])
+    return _fit(width, train.classes, len(train), settings, batch_of, saved)
 
 
 @torch.no_grad()
@@ -145,16 +167,39 @@ def probe_grid(
     classes: int,
     settings: ProbeSettings,
     blrs: list[float],
+    job: JobState | None = None,
 ) -> dict:
     """Top-1 test accuracy for each base learning rate of the paper's grid, and the best (the
-    paper reports the best of its grid on the evaluation set, as do we)."""
-    return best_of_grid(
-        lambda blr: top1_accuracy(train_probe(*train, classes, replace(settings, blr=blr)), *test), blrs, "blr"
-    )
+    paper reports the best of its grid on the evaluation set, as do we). `job`: where the
+    probes' states and the finished grid points are kept."""
+
+    def accuracy_of(blr: float, saved) -> float:
+        return top1_accuracy(train_probe(*train, classes, replace(settings, blr=blr), saved), *test)
+
+    return best_of_grid(accuracy_of, blrs, "blr", job, asdict(settings))
 
 
-def best_of_grid(accuracy_of, values: list[float], name: str) -> dict:
-    """{"accuracy": best, name: its value, "grid": {value: accuracy}} over a hyperparameter grid."""
-    accuracies = {value: accuracy_of(value) for value in values}
+def best_of_grid(
+    accuracy_of: Callable, values: list[float], name: str, job: JobState | None = None, settings: dict | None = None
+) -> dict:
+    """{"accuracy": best, name: its value, "grid": {value: accuracy}} over a hyperparameter
+    grid; `accuracy_of(value, saved)` trains with `saved` as its loop state. With a `job`,
+    each finished point's accuracy is kept and a rerun trains only the points not done."""
+    job = job or JobState()
+    fingerprint = {"grid": name, "settings": settings or {}}
+    done = job.grid(name, fingerprint)
+    accuracies = {}
+    for value in values:
+        stored = done.result(value) if done is not None else None
+        if stored is not None:
+            accuracies[value] = stored
+            continue
+        saved = job.loop(f"{name}{value}", fingerprint | {name: value})
+        accuracies[value] = accuracy_of(value, saved)
+        if done is not None:
+            done.add(value, accuracies[value])
+        saved.clear()
+    if done is not None:
+        done.clear()  # the caller writes the result next
     best = max(accuracies, key=accuracies.get)
     return {"accuracy": accuracies[best], name: best, "grid": accuracies}
