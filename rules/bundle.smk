@@ -20,6 +20,9 @@ BUNDLE_TABLES = [
     ],
     *table_files("claims"),
     *table_files("coverage"),
+    *table_files("compute_budget"),
+    *table_files("compute_budget_summary"),
+    *table_files("compute_budget_papers"),
     *[
         path
         for t in MEHTA_OUTPUTS

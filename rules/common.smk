@@ -144,6 +144,28 @@ def launch_resources(nodes):
 
 DP_LAUNCH = launch_resources(DP["nodes"])
 SYN_VIP_LAUNCH = launch_resources(SYN_VIP["nodes"])
+
+
+def evaluation_launch(wildcards, key):
+    """Processes per node or nodes of an evaluation job (its task's section; default 1)."""
+    return EVAL.get(EVALUATIONS[wildcards.evaluation].task, {}).get(key, 1)
+
+
+def evaluation_processes(wildcards):
+    return evaluation_launch(wildcards, "processes")
+
+
+def evaluation_nodes(wildcards):
+    return evaluation_launch(wildcards, "nodes")
+
+
+def evaluation_mpi(wildcards):
+    """A multi-node job is MPI-style: the slurm executor leaves its launch to the job."""
+    return "srun" if evaluation_nodes(wildcards) > 1 else None
+
+
+def evaluation_tasks(wildcards):
+    return evaluation_nodes(wildcards) if evaluation_nodes(wildcards) > 1 else None
 DP_FIGURES = {
     name: runs
     for name, runs in figure_runs(DP, DP_RUNS, DP_DATASET_EXAMPLES).items()

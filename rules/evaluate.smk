@@ -2,31 +2,11 @@
 # figure needs (EVALUATIONS, from dpvip.plan.vip_evaluations); each writes a small JSON result
 # and resumes from its private work folder (<result>.work) when rerun.
 #
-# DP fine-tuning may run as several processes per node (evaluate.dp_finetune.processes, each
-# with evaluate.gpus GPUs) on several nodes (evaluate.dp_finetune.nodes), launched as the DP
-# runs are (dpvip.train.launch): srun, one torchrun per node, a c10d rendezvous on the first.
+# An evaluation may run as several processes per node (evaluate.<task>.processes, each with
+# evaluate.gpus GPUs; DP fine-tuning, COCO and ADE20K read it) on several nodes
+# (evaluate.<task>.nodes), launched as the DP runs are (dpvip.train.launch, evaluation_launch
+# in common.smk): srun, one torchrun per node, a c10d rendezvous on the first.
 
-
-def evaluation_launch(wildcards, key):
-    """Processes per node or nodes of an evaluation job (its task's section; default 1)."""
-    return EVAL.get(EVALUATIONS[wildcards.evaluation].task, {}).get(key, 1)
-
-
-def evaluation_processes(wildcards):
-    return evaluation_launch(wildcards, "processes")
-
-
-def evaluation_nodes(wildcards):
-    return evaluation_launch(wildcards, "nodes")
-
-
-def evaluation_mpi(wildcards):
-    """A multi-node job is MPI-style: the slurm executor leaves its launch to the job."""
-    return "srun" if evaluation_nodes(wildcards) > 1 else None
-
-
-def evaluation_tasks(wildcards):
-    return evaluation_nodes(wildcards) if evaluation_nodes(wildcards) > 1 else None
 
 
 wildcard_constraints:

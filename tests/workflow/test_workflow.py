@@ -53,6 +53,7 @@ COMMON_JOBS = {
     "table_mehta_claims": 1,
     "table_claims": 1,  # the overview of the three papers' claims
     "table_coverage": 1,
+    "compute_budget": 1,
     "figure_dprandp": 5,  # DP-RandP Figures 2, 4, 5, 6 and 7
     "table_dprandp_cost": 2,  # DP-RandP Tables 8 and 9
     "table_mehta_hyperparameters": 4,  # Mehta et al. Tables 6-9
@@ -144,7 +145,7 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     )
     tasks = {task: sum(1 for t, _ in evaluations if t == task) for task, _ in evaluations}
     assert tasks == {"linear_probe": 64, "few_shot": 53, "coco": 2, "ade20k": 2, "dp_finetune": 2}
-    runtime = {"linear_probe": 1440, "few_shot": 240, "coco": 4320, "ade20k": 1440, "dp_finetune": 2880}
+    runtime = {"linear_probe": 4320, "few_shot": 240, "coco": 4320, "ade20k": 1440, "dp_finetune": 2880}
     gpus = {"linear_probe": 1, "few_shot": 1, "coco": 8, "ade20k": 8, "dp_finetune": 8}  # DDP / DP ranks
     assert all(
         f"gpu={gpus[task]}" in resources and f"runtime={runtime[task]}" in resources for task, resources in evaluations

@@ -1,5 +1,6 @@
 """The `dpvip` command line: privacy accounting, synthetic data, LAION-format data,
-pre-training, DP-RandP, benchmarks, bundle checks. One module per command group.
+pre-training, evaluations, DP-RandP, benchmarks, the compute budget, bundle checks. One
+module per command group.
 
 Bad input prints one line `dpvip: error: ...` and exits with status 2.
 """
@@ -9,11 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpvip.cli import bench, bundle, data, dprandp, evaluate, pretrain, privacy, synthetic
+from dpvip.cli import bench, budget, bundle, data, dprandp, evaluate, pretrain, privacy, synthetic
 from dpvip.cli._common import EXIT_BAD_INPUT, OneLineParser
 from dpvip.errors import DpvipInputError
 
-GROUPS = (privacy, bundle, synthetic, pretrain, evaluate, bench, data, dprandp)  # in `dpvip --help` order
+GROUPS = (privacy, bundle, synthetic, pretrain, evaluate, bench, budget, data, dprandp)  # in `dpvip --help` order
 
 
 def build_parser() -> argparse.ArgumentParser:
