@@ -10,10 +10,9 @@ import torch.multiprocessing as mp
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.dense_training import MicroBatch, check_no_batch_norm, rank_micro_batches
-from dpvip.evaluate.coco_standin import CocoStandIn, write_split
+from dpvip.evaluate.coco_standin import CocoStandIn
 from dpvip.evaluate.detection import (
     CocoInstances,
-    DetectionSettings,
     detections,
     evaluate_coco,
     score_detector,
@@ -26,28 +25,14 @@ from dpvip.evaluate.segmentation import (
     shapes_segmentation,
     train_segmenter,
 )
-from dpvip.models import MAESettings
-from dpvip.models.mae import MaskedAutoencoder
+from dense_tasks import QUICK, micro_mae, write_coco
 from dpvip.train.distributed import Distributed
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 # A global batch of 3 over 2 processes in micro-batches of 1: rank 0 runs micro-batches 0 and
 # 2, rank 1 micro-batch 1 and a zero-weighted stand-in. Drop path draws randomness.
-DETECTION = DetectionSettings(
-    iterations=3,
-    batch_size=3,
-    micro_batch=1,
-    lr=1e-3,
-    warmup_iterations=1,
-    image_size=64,
-    pyramid_channels=16,
-    head_convs=1,
-    rois_per_image=16,
-    proposals_per_image=20,
-    drop_path=0.1,
-    score_threshold=0.0,
-)
+DETECTION = dataclasses.replace(QUICK, iterations=3, batch_size=3, micro_batch=1, drop_path=0.1)
 # 10 images in batches of 3 (3, 3, 3, 1 an epoch): the last batch leaves rank 1 a stand-in only.
 # At lr 2e-3 the training itself magnifies rounding: one process on 1 or 2 torch threads ends
 # 3e-4 apart in places. At 2e-4 rounding stays rounding.
@@ -62,28 +47,15 @@ WEIGHT_TOLERANCE = 1e-6
 KEY_BIAS_TOLERANCE = 1e-4
 
 
-def mae(size: str, image_size: int) -> MaskedAutoencoder:
-    torch.manual_seed(0)
-    return MaskedAutoencoder(MAESettings(size, image_size=image_size, patch_size=4))
-
-
-def write_coco(folder):
-    return (
-        folder,
-        write_split(CocoStandIn(images=6, seed=1), "train", folder),
-        write_split(CocoStandIn(images=4, seed=1), "val", folder),
-    )
-
-
 def run_both(folder, dist: Distributed | None) -> dict:
     """Both tasks' trained weights, losses, detections and scores, and evaluate_*'s records."""
     if dist is None:  # the one-process run writes the data the processes read
         write_coco(folder)
     root, train_json, val_json = folder, folder / "train.json", folder / "val.json"
-    detector = train_detector(mae("micro", 64), train_json, root, DETECTION, progress=False, dist=dist)
+    detector = train_detector(micro_mae("micro", 64), train_json, root, DETECTION, progress=False, dist=dist)
     spec = CocoStandIn(images=10, image_size=32)
     train, test = shapes_segmentation(spec, "train"), shapes_segmentation(spec, "val", 4)
-    segmenter = train_segmenter(mae("pico", 32), train, SEGMENTATION, progress=False, dist=dist)
+    segmenter = train_segmenter(micro_mae("pico", 32), train, SEGMENTATION, progress=False, dist=dist)
     return {
         "coco": {
             "weights": detector.state_dict(),
@@ -91,14 +63,14 @@ def run_both(folder, dist: Distributed | None) -> dict:
             "detections": detections(detector, CocoInstances(val_json, root), detector.category_ids, 2, dist),
             "scores": score_detector(detector, val_json, root, batch_size=2, dist=dist),
             "record": evaluate_coco(
-                mae("micro", 64), train_json, root, val_json, root, DETECTION, progress=False, dist=dist
+                micro_mae("micro", 64), train_json, root, val_json, root, DETECTION, progress=False, dist=dist
             ),
         },
         "ade": {
             "weights": segmenter.state_dict(),
             "losses": segmenter.epoch_losses,
             "scores": score_segmenter(segmenter, test, batch_size=2, dist=dist),
-            "record": evaluate_ade(mae("pico", 32), train, test, SEGMENTATION, progress=False, dist=dist),
+            "record": evaluate_ade(micro_mae("pico", 32), train, test, SEGMENTATION, progress=False, dist=dist),
         },
     }
 
@@ -187,7 +159,12 @@ def test_a_batch_smaller_than_the_processes_is_refused(tmp_path):
     three = Distributed(0, 3, 0, torch.device("cpu"))  # refused before any collective
     with pytest.raises(DpvipInputError, match="batch_size 2 is smaller than the 3 processes"):
         train_detector(
-            mae("micro", 64), train_json, root, dataclasses.replace(DETECTION, batch_size=2), progress=False, dist=three
+            micro_mae("micro", 64),
+            train_json,
+            root,
+            dataclasses.replace(DETECTION, batch_size=2),
+            progress=False,
+            dist=three,
         )
 
 

@@ -12,8 +12,8 @@ import torch
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate import dense_training
-from dpvip.evaluate.coco_standin import CocoStandIn, write_split
-from dpvip.evaluate.detection import DetectionSettings, evaluate_coco, score_detector, train_detector
+from dpvip.evaluate.coco_standin import CocoStandIn
+from dpvip.evaluate.detection import evaluate_coco, score_detector, train_detector
 from dpvip.evaluate.segmentation import (
     SegmentationSettings,
     evaluate_ade,
@@ -21,8 +21,7 @@ from dpvip.evaluate.segmentation import (
     shapes_segmentation,
     train_segmenter,
 )
-from dpvip.models import MAESettings
-from dpvip.models.mae import MaskedAutoencoder
+from dense_tasks import QUICK, micro_mae, write_coco
 from dpvip.train.resume import LoopState
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -30,35 +29,12 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 # --- COCO ----------------------------------------------------------------------------------
 # Drop path and two micro-batches a step: the model's randomness and the accumulation are
 # part of what must repeat.
-TINY = DetectionSettings(
-    iterations=4,
-    batch_size=4,
-    micro_batch=2,
-    lr=1e-3,
-    warmup_iterations=1,
-    image_size=64,
-    pyramid_channels=16,
-    head_convs=1,
-    rois_per_image=16,
-    proposals_per_image=20,
-    drop_path=0.1,
-    score_threshold=0.0,
-)
-
-
-def micro_mae(size: str = "micro", image_size: int = 64) -> MaskedAutoencoder:
-    torch.manual_seed(0)
-    return MaskedAutoencoder(MAESettings(size, image_size=image_size, patch_size=4))
+TINY = dataclasses.replace(QUICK, micro_batch=2, drop_path=0.1)
 
 
 @pytest.fixture(scope="module")
 def coco(tmp_path_factory):
-    out = tmp_path_factory.mktemp("coco")
-    return (
-        out,
-        write_split(CocoStandIn(images=6, seed=1), "train", out),
-        write_split(CocoStandIn(images=4, seed=1), "val", out),
-    )
+    return write_coco(tmp_path_factory.mktemp("coco"))
 
 
 @pytest.fixture
@@ -141,7 +117,7 @@ def shapes():
     return shapes_segmentation(spec, "train"), shapes_segmentation(spec, "val", 4)
 
 
-def pico_mae() -> MaskedAutoencoder:
+def pico_mae():
     return micro_mae("pico", 32)
 
 

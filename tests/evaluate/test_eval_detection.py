@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.coco_standin import CocoStandIn, write_split
 from dpvip.evaluate.detection import (
     PAPER,
     CocoInstances,
@@ -22,37 +21,14 @@ from dpvip.evaluate.detection import (
 from dpvip.evaluate.vitdet import PlainViT, SimpleFeaturePyramid, build_vitdet
 from dpvip.models import MAESettings
 from dpvip.models.mae import MaskedAutoencoder
+from dense_tasks import QUICK, micro_mae, write_coco
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
-
-QUICK = DetectionSettings(
-    iterations=4,
-    batch_size=4,
-    lr=1e-3,
-    warmup_iterations=1,
-    image_size=64,
-    pyramid_channels=16,
-    head_convs=1,
-    rois_per_image=16,
-    proposals_per_image=20,
-    drop_path=0.0,
-    score_threshold=0.0,
-)
-
-
-def micro_mae(image_size: int = 64) -> MaskedAutoencoder:
-    torch.manual_seed(0)
-    return MaskedAutoencoder(MAESettings("micro", image_size=image_size, patch_size=4))
 
 
 @pytest.fixture(scope="module")
 def coco(tmp_path_factory):
-    out = tmp_path_factory.mktemp("coco")
-    return (
-        out,
-        write_split(CocoStandIn(images=8, seed=1), "train", out),
-        write_split(CocoStandIn(images=4, seed=1), "val", out),
-    )
+    return write_coco(tmp_path_factory.mktemp("coco"), train_images=8)
 
 
 def test_the_pyramid_has_four_levels_and_pool_at_the_vitdet_strides():
@@ -67,7 +43,7 @@ def test_the_pyramid_has_four_levels_and_pool_at_the_vitdet_strides():
 
 
 def test_the_backbone_is_the_plain_encoder_without_decoder_class_token_or_final_norm():
-    mae = micro_mae(32)  # pre-trained at 32 px, detecting at 64 px: every weight carries over
+    mae = micro_mae(image_size=32)  # pre-trained at 32 px, detecting at 64 px: every weight carries over
     net = PlainViT(mae, 64, drop_path=0.3)
     assert isinstance(net.blocks[0].drop_path1, torch.nn.Identity) and net.blocks[
         -1
