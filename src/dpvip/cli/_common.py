@@ -1,10 +1,12 @@
 """What every `dpvip` command group shares: one-line errors with exit status 2, command
-groups, argument types, printing a record as text or JSON."""
+groups, argument types, printing a record as text or JSON, relaunching under torchrun."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 
 EXIT_BAD_INPUT = 2
 
@@ -34,3 +36,18 @@ def print_record(record: dict, as_json: bool, headline: str) -> None:
         print(json.dumps(record, sort_keys=True))
     else:
         print(headline)
+
+
+def relaunched(procs: int, forwarded: list[str]) -> int | None:
+    """With --procs N > 1 outside torchrun: run `dpvip FORWARDED` as N processes and return
+    the exit status; None when this process is to do the work itself (one process, or a rank)."""
+    if procs <= 1 or "WORLD_SIZE" in os.environ:
+        return None
+    from dpvip.train.launch import run_torchrun
+
+    try:
+        run_torchrun(procs, forwarded)
+    except RuntimeError as err:  # the ranks have printed their own errors above
+        print(f"dpvip: error: {err}", file=sys.stderr)
+        return 1
+    return 0

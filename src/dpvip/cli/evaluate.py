@@ -5,11 +5,9 @@ job's evaluation and section travel in a settings file, `evaluation_settings`)."
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
-from dpvip.cli._common import command_group, positive_int
+from dpvip.cli._common import command_group, positive_int, relaunched
 from dpvip.errors import DpvipInputError
 
 
@@ -49,18 +47,11 @@ def cmd_evaluate_run(args: argparse.Namespace) -> int:
     """Run the job here (joining torchrun's process group if started by it), or relaunch this
     command as --procs processes."""
     evaluation, section = read_evaluation_settings(args.settings)
-    if args.procs > 1 and "WORLD_SIZE" not in os.environ:
-        from dpvip.train.launch import run_torchrun
-
-        forwarded = ["evaluate", "run", "--settings", args.settings, "--out", args.out]
-        forwarded += [*(["--checkpoint", args.checkpoint] if args.checkpoint else [])]
-        forwarded += [*(["--standin", args.standin] if args.standin else [])]
-        try:
-            run_torchrun(args.procs, forwarded)
-        except RuntimeError as err:  # the ranks have printed their own errors above
-            print(f"dpvip: error: {err}", file=sys.stderr)
-            return 1
-        return 0
+    forwarded = ["evaluate", "run", "--settings", args.settings, "--out", args.out]
+    forwarded += [*(["--checkpoint", args.checkpoint] if args.checkpoint else [])]
+    status = relaunched(args.procs, forwarded + (["--standin", args.standin] if args.standin else []))
+    if status is not None:
+        return status
     from dpvip.evaluate.jobs import run_evaluation
     from dpvip.train.distributed import Distributed
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-from dpvip.cli._common import command_group, positive_int
+from dpvip.cli._common import command_group, positive_int, relaunched
 from dpvip.errors import DpvipInputError
 
 
@@ -23,19 +22,12 @@ def _read_settings(path: str, settings_class, size: str):
 
 def _train(args: argparse.Namespace, command: list[str], check_split, train) -> int:
     """Run `train()` here, or relaunch `command` (this command) under torchrun with --procs N."""
-    from dpvip.train.launch import run_torchrun
-
     if args.procs > 1 and "WORLD_SIZE" not in os.environ:
         check_split(args.procs)
-        forwarded = [*command, "--settings", args.settings, "--size", args.size, "--data", args.data, "--out", args.out]
-        if getattr(args, "init", None):
-            forwarded += ["--init", args.init]
-        try:
-            run_torchrun(args.procs, forwarded)
-        except RuntimeError as err:  # the ranks have printed their own errors above
-            print(f"dpvip: error: {err}", file=sys.stderr)
-            return 1
-        return 0
+    forwarded = [*command, "--settings", args.settings, "--size", args.size, "--data", args.data, "--out", args.out]
+    status = relaunched(args.procs, forwarded + (["--init", args.init] if getattr(args, "init", None) else []))
+    if status is not None:
+        return status
     record = train()
     if os.environ.get("RANK", "0") == "0":
         privacy = record.get("privacy")
