@@ -50,6 +50,10 @@ STATUSES: list[tuple[str, Status]] = [
     (r"provenance", Status(False, "", "config, code version, packages, hardware, job times")),
     (r"coverage", Status(False, "", "the papers' numbered tables and figures, and our outputs for them")),
     (
+        r"compute_budget(_summary|_papers)?",
+        Status(False, "", "FLOPs and GPU-hours from the config's shapes and steps; the papers' stated run times"),
+    ),
+    (
         r"vip_claims|claims|README",
         Status(
             True,
