@@ -166,6 +166,8 @@ def evaluation_mpi(wildcards):
 
 def evaluation_tasks(wildcards):
     return evaluation_nodes(wildcards) if evaluation_nodes(wildcards) > 1 else None
+
+
 DP_FIGURES = {
     name: runs
     for name, runs in figure_runs(DP, DP_RUNS, DP_DATASET_EXAMPLES).items()

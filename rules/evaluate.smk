@@ -8,7 +8,6 @@
 # in common.smk): srun, one torchrun per node, a c10d rendezvous on the first.
 
 
-
 wildcard_constraints:
     evaluation="|".join(re.escape(path) for path in EVALUATIONS) or "^$",
 

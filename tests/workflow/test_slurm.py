@@ -30,6 +30,7 @@ from conftest import (
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.workflow, pytest.mark.slurm, pytest.mark.slow]
 
+
 def copy_upstream(reference: Path, workdir: Path) -> None:
     """The reference's inputs of the DP run (shards, (Syn)-ViP), so only dp_mae runs again,
     and the DP run's secret key, so it draws the reference's noise and batches."""
