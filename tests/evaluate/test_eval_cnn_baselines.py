@@ -110,3 +110,19 @@ def test_the_grid_reports_every_lr_the_best_and_a_random_init(digits64):
         "sgd",
         0.9,
     )
+
+
+def test_the_image_size_check_reads_a_folder_without_decoding_it(tmp_path):
+    """Paper scale: ImageNet-size sets are FolderImages, read on demand (no `images` tensor)."""
+    from PIL import Image
+
+    from dpvip.evaluate.cnn_baselines import check_image_size
+    from dpvip.evaluate.datasets import FolderImages
+
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        Image.new("RGB", (40, 40)).save(tmp_path / label / "0.png")
+    small, large = FolderImages(tmp_path, 32, name="small"), FolderImages(tmp_path, 64, name="large")
+    with pytest.raises(DpvipInputError, match="alexnet needs images of at least 63 px, small has 32 px"):
+        check_image_size("alexnet", small)
+    check_image_size("alexnet", large)

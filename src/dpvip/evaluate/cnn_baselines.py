@@ -131,7 +131,7 @@ def build_cnn(arch: str, classes: int, checkpoint: str | Path | None = None) -> 
 
 
 def check_image_size(arch: str, images: LabelledImages) -> None:
-    smallest = min(images.images.shape[-2:])
+    smallest = images.image_size  # LabelledImages or FolderImages (read on demand)
     if smallest < baseline(arch).min_image_size:
         raise DpvipInputError(
             f"{arch} needs images of at least {baseline(arch).min_image_size} px, {images.name} has {smallest} px: "

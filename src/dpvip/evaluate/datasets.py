@@ -38,6 +38,11 @@ class LabelledImages:
     def __len__(self) -> int:
         return len(self.labels)
 
+    @property
+    def image_size(self) -> int:
+        """The side of its (square) images in pixels."""
+        return min(self.images.shape[-2:])
+
     def subset(self, indices) -> LabelledImages:
         indices = torch.as_tensor(np.asarray(indices), dtype=torch.long)
         return LabelledImages(self.images[indices], self.labels[indices], self.classes, self.name)
@@ -116,6 +121,7 @@ class FolderImages:
             raise DpvipInputError(f"image folder {root} holds no labelled images: {first_line(err)}") from None
         self.labels = torch.tensor(self.folder.targets, dtype=torch.long)
         self.classes, self.name, self.workers = len(self.folder.classes), name or root.name, workers
+        self.image_size = image_size  # every image is centre-cropped to it
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -38,6 +38,26 @@ def _load_size(image_size: int, ratio: float) -> int:
     return max(image_size, int(round(image_size * ratio)))
 
 
+class _CentreCropped:
+    """`data` (LabelledImages, or FolderImages read on demand) with its images centre-cropped
+    to `size` as a batch is read through `subset`: an ImageNet-sized test split is never
+    decoded whole."""
+
+    def __init__(self, data, size: int):
+        self.data, self.size = data, size
+        self.labels, self.classes, self.name = data.labels, data.classes, data.name
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def subset(self, indices):
+        from dpvip.transfer.features import crop_views
+
+        part = self.data.subset(indices)
+        part.images = crop_views(part.images, self.size, TEST_CROP, 0, None, 0)
+        return part
+
+
 def build_feature_cache(
     feature_set: FeatureSet, kind: str, checkpoint: str, dataset_spec: dict, section: dict, out_dir: str | Path
 ) -> dict:
@@ -50,7 +70,7 @@ def build_feature_cache(
     size, ratios = feature_set.image_size, section["load_ratio"]
     train, _, data = labelled_split(feature_set.dataset, dataset_spec, _load_size(size, ratios[feature_set.crop]))
     _, test, _ = labelled_split(feature_set.dataset, dataset_spec, _load_size(size, ratios[TEST_CROP]))
-    test.images = crop_views(test.images, size, TEST_CROP, 0, None, 0)
+    test = _CentreCropped(test, size)
     augment = lambda images, view, indices: crop_views(images, size, feature_set.crop, view, indices, 0)  # noqa: E731
     extractor = load_extractor(kind, checkpoint, feature_set.recipe, size, _device())
     fingerprint = {
