@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dpvip.logs import STARTUP_PREFIX
+from dpvip.logs import PEAK_RSS_PREFIX, STARTUP_PREFIX
+from dpvip.report.smoke import exact_peak_mb
 
 WORKFLOW_SCRIPTS = Path(__file__).resolve().parents[1] / "workflow_scripts"
 
@@ -34,6 +35,18 @@ def test_a_finished_job_keeps_its_output_and_skips_teardown(tmp_path):
     assert "progress line" in log and any(line.endswith("a logged line") for line in log)
     assert out.read_text() == "42"
     assert not (tmp_path / "teardown").exists()  # atexit handlers, like the rest of teardown, are skipped
+
+
+def test_a_finished_job_ends_its_log_with_its_exact_peak_rss(tmp_path):
+    """The high-water mark, not a sample: 400 MB held for an instant (and freed) still counts."""
+    peaks = []
+    for megabytes in (0, 400):
+        done = run_job(tmp_path, f"block = bytearray({megabytes} * 2**20); del block")
+        assert done.returncode == 0, done.stderr
+        log = tmp_path / "job.log"
+        assert log.read_text().splitlines()[-1].startswith(PEAK_RSS_PREFIX)
+        peaks.append(exact_peak_mb(log))
+    assert peaks[1] >= 400 > 100 > peaks[0]  # MB as Snakemake's max_rss counts them (2^20 bytes)
 
 
 def test_a_failing_job_fails_with_its_traceback_logged(tmp_path):

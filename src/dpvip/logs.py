@@ -13,6 +13,9 @@ from pathlib import Path
 # The line `dpvip bench workflow` reads to tell a job's start-up (interpreter, imports,
 # unpickling Snakemake's job object) from its work.
 STARTUP_PREFIX = "start-up:"
+# The last line of a finished job's log: its exact peak resident memory, which the smoke table
+# (`dpvip.report.smoke`) prefers to the benchmark's `max_rss`, sampled only every 30 s after 15 s.
+PEAK_RSS_PREFIX = "peak RSS:"
 
 
 def seconds_since_process_start() -> float | None:
@@ -51,6 +54,17 @@ def logging_to(path: str | Path) -> Iterator[None]:
             root.removeHandler(handler)
 
 
+def peak_rss_mb() -> float | None:
+    """The largest resident set (MB) this process or any child it waited for (torchrun's
+    workers) has had: the kernel's high-water mark, not a sample. None where getrusage is missing."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    own, children = (resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return max(own, children) / (1024 * 1024 if sys.platform == "darwin" else 1024)  # bytes on macOS, KiB on Linux
+
+
 def exit_now() -> None:
     """End the process with status 0 at once, skipping the interpreter's teardown.
 
@@ -72,4 +86,7 @@ def workflow_job(log: str | Path) -> Iterator[None]:
     and ends the process the usual way, with its traceback and a non-zero status."""
     with logging_to(log):
         yield
+        peak = peak_rss_mb()
+        if peak is not None:
+            print(f"{PEAK_RSS_PREFIX} {peak:.1f} MB, the job's largest process (getrusage)")
     exit_now()

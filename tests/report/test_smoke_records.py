@@ -9,6 +9,7 @@ import pytest
 
 from dpvip.errors import DpvipInputError
 from dpvip.report.smoke import (
+    benchmark_peak_mb,
     finished_jobs,
     format_jobs,
     format_summary,
@@ -136,6 +137,21 @@ def test_a_peak_the_job_log_reports_replaces_the_sampled_one(tmp_path):
     assert rule_summary(smoke_jobs(tmp_path))[0]["peak_job"] == "pretrain/syn_vip_large"
 
 
+def test_one_benchmarks_peak_prefers_the_exact_one_of_the_log_beside_it(tmp_path):
+    write_run(
+        tmp_path,
+        records={"pretrain/syn_vip_nano": ("12", "800", "20"), "pretrain/syn_vip_large": ("60", "4327.77", "90")},
+    )
+    large, nano = (tmp_path / f"results/benchmarks/pretrain/syn_vip_{size}.tsv" for size in ("large", "nano"))
+    log = tmp_path / "results/logs/pretrain/syn_vip_large.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("peak RSS: 5574.7 MB, the job's largest process (getrusage)\n")
+    assert (benchmark_peak_mb(large), benchmark_peak_mb(nano)) == (5574.7, 800.0)  # nano: sampled, no log
+    empty = tmp_path / "results/benchmarks/pretrain/syn_vip_tiny.tsv"
+    empty.write_text(HEADER)
+    assert benchmark_peak_mb(empty) is None and benchmark_peak_mb(tmp_path / "none.tsv") is None
+
+
 def test_a_job_that_finished_without_its_benchmark_is_refused(tmp_path):
     write_run(tmp_path, records={"pretrain/syn_vip_nano": ("30", "800", "50")})
     with pytest.raises(DpvipInputError, match=r"job 7 \(syn_vip\) finished without its benchmark file"):
@@ -151,7 +167,7 @@ def test_the_last_run_log_skips_a_later_dry_run(tmp_path):
     write_run(tmp_path)
     logs = tmp_path / ".snakemake/log"
     dry = logs / "2026-11-25T160000.snakemake.log"
-    dry.write_text("Building DAG of jobs...\nJob stats:\njob count\nThis was a dry-run (flag -n).\n")
+    dry.write_text(LOG.split("Select jobs")[0] + "This was a dry-run (flag -n).\n")  # jobs listed, none run
     os.utime(dry, (os.path.getmtime(logs / "2026-11-25T152109.snakemake.log") + 60,) * 2)
     assert last_run_log(tmp_path).name == "2026-11-25T152109.snakemake.log"
     dry.unlink()

@@ -114,7 +114,7 @@ def smoke_run(tmp_path_factory):
     (20 GB: ViP-Large's checkpoints and resumable states) is removed afterwards."""
     workdir = tmp_path_factory.mktemp("smoke")
     images = subprocess.run(
-        [sys.executable, str(ROOT / "workflow_scripts/smoke_images.py")],
+        [sys.executable, "-m", "dpvip.data.smoke_images"],
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -134,7 +134,7 @@ def test_every_planned_job_ran_and_recorded_its_peak_rss(smoke_run):
     jobs = smoke_jobs(workdir)
     assert Counter(job.rule for job in jobs) == {rule: n for rule, n in SMOKE_JOBS.items() if rule != "all"}
     assert len({job.job for job in jobs}) == len(jobs)
-    unmeasured = [job.job for job in jobs if job.max_rss_mb is None]
+    unmeasured = [job.job for job in jobs if job.exact_rss_mb is None]  # every job logs its exact peak
     assert not unmeasured, format_summary(jobs)
     # ViP-Large's MAE (330M parameters) with its AdamW state is over 4 GB (4 x 4 bytes each)
     peaks = {job.job: job.peak_rss_mb for job in jobs}

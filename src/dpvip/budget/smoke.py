@@ -1,9 +1,10 @@
 """Host memory from the paper-shape smoke run (config/smoke.yaml over the paper config).
 
 The smoke run has the paper's models, resolutions and job graph, cut to about one job per
-rule and model size, and every job writes a Snakemake benchmark TSV with its peak RSS
-(`max_rss`, MB). A paper job takes the record of the smoke job of the same kind and shape
-(`memory_key`): the same rule, task and network. No record: "no smoke run".
+rule and model size; every job writes a Snakemake benchmark TSV and ends its log with its
+exact peak RSS (getrusage; the benchmark's sampled `max_rss` where a log has none). A paper
+job takes the record of the smoke job of the same kind and shape (`memory_key`): the same
+rule, task and network. No record: "no smoke run".
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dpvip.budget.workflow import PlannedWorkflow, WorkflowJob
-from dpvip.errors import DpvipInputError
+from dpvip.report.smoke import benchmark_peak_mb
 
 NO_SMOKE_RUN = "no smoke run"
 
@@ -41,19 +42,6 @@ def memory_key(job: WorkflowJob, names: dict) -> tuple:
     return (job.rule,)
 
 
-def peak_rss_mb(tsv: Path) -> float | None:
-    """A Snakemake benchmark file's `max_rss` (MB, as the smoke table reads it); None if the
-    job has not written one (or Snakemake took no sample)."""
-    from dpvip.report.smoke import read_record
-
-    if not tsv.is_file():
-        return None
-    try:
-        return read_record(tsv)["max_rss_mb"]
-    except DpvipInputError:  # an empty file: the job has not finished
-        return None
-
-
 def smoke_memory(smoke: PlannedWorkflow, directory: str | Path) -> dict[tuple, float]:
     """{memory key: the largest peak RSS (MB) among the smoke run's jobs of that key} from the
     benchmark files under `directory` (the smoke run's working directory)."""
@@ -61,7 +49,7 @@ def smoke_memory(smoke: PlannedWorkflow, directory: str | Path) -> dict[tuple, f
     for job in smoke.jobs:
         if not job.benchmark:
             continue
-        rss = peak_rss_mb(Path(directory) / job.benchmark)
+        rss = benchmark_peak_mb(Path(directory) / job.benchmark)
         if rss is not None:
             key = memory_key(job, smoke.names)
             found[key] = max(rss, found.get(key, 0.0))

@@ -80,10 +80,11 @@ def finished_jobs(log_text: str) -> dict[int, str]:
 
 
 def last_run_log(workdir: str | Path) -> Path:
-    """The newest Snakemake log in `workdir` that started jobs (a dry run's log starts none)."""
+    """The newest Snakemake log in `workdir` in which jobs finished: not that of a dry run, nor
+    of the `--report` run the bundle's report job makes in the same folder."""
     logs = sorted((Path(workdir) / ".snakemake" / "log").glob("*.snakemake.log"), key=lambda path: path.stat().st_mtime)
     for log in reversed(logs):
-        if planned_jobs(log.read_text(errors="replace")):
+        if finished_jobs(log.read_text(errors="replace")):
             return log
     raise DpvipInputError(f"no Snakemake run log with jobs in {Path(workdir) / '.snakemake' / 'log'}: run it first")
 
@@ -108,6 +109,25 @@ def exact_peak_mb(log: Path) -> float | None:
         return None
     found = _EXACT_PEAK.findall(log.read_text(errors="replace"))
     return float(found[-1]) if found else None
+
+
+def benchmark_peak_mb(benchmark: str | Path) -> float | None:
+    """A finished job's peak RSS from its benchmark file `<dir>/results/benchmarks/<X>.tsv`: the
+    exact one of its log, `<dir>/results/logs/<X>.log` (every rule names the two alike), else
+    Snakemake's sampled `max_rss`; None when the job has not run or was not sampled."""
+    benchmark = Path(benchmark)
+    if not benchmark.is_file():
+        return None
+    parts = benchmark.parts
+    at = max(i for i, part in enumerate(parts) if part == "benchmarks")
+    log = Path(*parts[:at], "logs", *parts[at + 1 :]).with_suffix(".log")
+    exact = exact_peak_mb(log)
+    if exact is not None:
+        return exact
+    try:
+        return read_record(benchmark)["max_rss_mb"]
+    except DpvipInputError:  # an empty file: the job has not finished
+        return None
 
 
 def smoke_jobs(workdir: str | Path, log: str | Path | None = None) -> list[SmokeJob]:

@@ -9,7 +9,7 @@ papers' labelled sets, made from natural crops whose class is the photograph a c
 The paper config reads such data where it lies (`source: image_folder`, `source: medmnist`);
 no rule makes it, so this script writes it before the run, into the working directory:
 
-    python workflow_scripts/smoke_images.py [FOLDER]   # default results/data/smoke_images
+    python -m dpvip.data.smoke_images [FOLDER]  # default results/data/smoke_images
 
 Crops come from the LAION stand-in's generator (`dpvip.data.natural`) with another seed, so
 the files are a pure function of the constants below: a rerun rewrites the same bytes.
