@@ -38,7 +38,8 @@ def test_a_finished_job_keeps_its_output_and_skips_teardown(tmp_path):
 
 
 def test_a_finished_job_ends_its_log_with_its_exact_peak_rss(tmp_path):
-    """The high-water mark, not a sample: 400 MB held for an instant (and freed) still counts."""
+    """The high-water mark, not a sample: 400 MB held for an instant (and freed) still counts;
+    and the job's own, not its parent's."""
     peaks = []
     for megabytes in (0, 400):
         done = run_job(tmp_path, f"block = bytearray({megabytes} * 2**20); del block")
@@ -46,7 +47,9 @@ def test_a_finished_job_ends_its_log_with_its_exact_peak_rss(tmp_path):
         log = tmp_path / "job.log"
         assert log.read_text().splitlines()[-1].startswith(PEAK_RSS_PREFIX)
         peaks.append(exact_peak_mb(log))
-    assert peaks[1] >= 400 > 100 > peaks[0]  # MB as Snakemake's max_rss counts them (2^20 bytes)
+    # MB as Snakemake's max_rss counts them (2^20 bytes). The interpreter alone is well under
+    # 300, however large the parent that started it (getrusage would report pytest's RSS here)
+    assert peaks[1] >= 400 and peaks[0] < 300, peaks
 
 
 def test_a_failing_job_fails_with_its_traceback_logged(tmp_path):

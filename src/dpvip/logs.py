@@ -56,13 +56,33 @@ def logging_to(path: str | Path) -> Iterator[None]:
 
 def peak_rss_mb() -> float | None:
     """The largest resident set (MB) this process or any child it waited for (torchrun's
-    workers) has had: the kernel's high-water mark, not a sample. None where getrusage is missing."""
+    workers) has had: the kernel's high-water mark, not a sample. None where neither /proc
+    nor getrusage is there.
+
+    This process's own mark is /proc's VmHWM where there is one: getrusage's ru_maxrss keeps,
+    across fork and exec, the parent's resident set at the fork (Snakemake's, a few hundred
+    MB), so it would report that for every small job. A child's mark can hold this process's
+    resident set at its fork, which is at most this process's own mark."""
+    own = _vm_hwm_kb()
     try:
         import resource
     except ImportError:  # not a POSIX system
-        return None
-    own, children = (resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return max(own, children) / (1024 * 1024 if sys.platform == "darwin" else 1024)  # bytes on macOS, KiB on Linux
+        return None if own is None else own / 1024
+    unit = 1024 * 1024 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    if own is None:
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / unit
+    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / unit) / 1024
+
+
+def _vm_hwm_kb() -> float | None:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def exit_now() -> None:

@@ -123,3 +123,22 @@ def test_a_job_sees_only_its_part_of_the_config(backbones):
         "datasets": {"ImageNet-1K": {"source": "digits"}},
         "linear_probe": {"datasets": ["ImageNet-1K"]},
     }
+
+
+def test_a_tasks_backbones_limit_its_jobs_and_leave_the_other_cells_empty(backbones):
+    section = SECTION | {"coco": {"source": "standin", "backbones": ["vip_micro"]}}
+    plan = EvaluationPlan(section, backbones)
+    table4 = plan.table_evaluations("vip_table4", COLUMNS["vip_table4"])
+    assert [e.path for e in table4 if e.task == "coco"] == ["coco/vip_micro"]  # not coco/syn_vip_micro
+    assert {e.backbone for e in table4 if e.task == "ade20k"} == {"syn_vip_micro", "vip_micro"}  # unlisted: all
+    assert plan.evaluation("syn_vip_micro", "COCO AP box") is None
+    # not a setting of the job: listing backbones does not change a job's config
+    assert plan.job_section(Evaluation("coco", "vip_micro")) == EvaluationPlan(SECTION, backbones).job_section(
+        Evaluation("coco", "vip_micro")
+    )
+
+
+def test_an_unknown_backbone_in_a_tasks_list_is_refused_by_name(backbones):
+    section = SECTION | {"dp_finetune": {"dataset": "ImageNet-1K", "backbones": ["vip_huge"]}}
+    with pytest.raises(DpvipInputError, match="evaluate.dp_finetune.backbones names 'vip_huge', which is not a model"):
+        EvaluationPlan(section, backbones)

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from dpvip.privacy.noise import DRAWS, gaussian_noise, noise_generator, privatize
+from dpvip.privacy import noise as noise_module
+from dpvip.privacy.noise import CHUNK_SEED_BOUND, DRAWS, gaussian_noise, noise_generator, privatize
 from dpvip.privacy.randomness import RunRandomness
 
 CPU = torch.device("cpu")
@@ -106,7 +107,23 @@ def test_each_noise_value_is_four_standard_draws_summed_and_halved():
     """Not one Box-Muller draw, whose floating-point pattern an attacker can read back."""
     generator = noise_generator(RunRandomness.seeded(5), 0, CPU)
     draws = gaussian_noise((1000,), 3.0, generator)
-    generator = noise_generator(RunRandomness.seeded(5), 0, CPU)
-    single = [torch.randn(1000, generator=generator) for _ in range(DRAWS)]
+    step = noise_generator(RunRandomness.seeded(5), 0, CPU)
+    chunk = torch.Generator().manual_seed(int(torch.randint(CHUNK_SEED_BOUND, (1,), generator=step)))  # one chunk
+    single = [torch.randn(1000, generator=chunk) for _ in range(DRAWS)]
     assert DRAWS == 4
     torch.testing.assert_close(draws, sum(single) * 3.0 / 2)
+
+
+def test_chunks_draw_their_own_streams_and_the_thread_count_changes_nothing(monkeypatch):
+    """Chunk k draws from a generator seeded by the step's k-th draw, on all of torch's
+    threads at once: 1 and 2 threads give the same bits, and no chunk repeats another."""
+    monkeypatch.setattr(noise_module, "NOISE_CHUNK", 1000)
+    draws = {}
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        draws[threads] = gaussian_noise((5, 1000), 1.0, noise_generator(RunRandomness.seeded(9), 4, CPU))
+    torch.set_num_threads(1)
+    assert torch.equal(draws[1], draws[2])
+    first = draws[1]
+    assert all((first[i] - first[j]).abs().min() > 0 for i in range(5) for j in range(i))
+    assert abs(float(torch.corrcoef(first).triu(1).abs().max())) < 0.15  # 1000 draws: |r| ~ 0.03

@@ -65,6 +65,18 @@ class EvaluationPlan:
                         f"evaluate.{task} uses dataset '{name}', which evaluate.datasets does not define "
                         f"(known: {', '.join(datasets) or 'none'})"
                     )
+        known = [
+            *(f"syn_vip_{size}" for size in self.backbones.syn_vip),
+            *self.backbones.runs,
+            *(f"cnn_{arch}" for arch in self.backbones.baselines.values()),
+        ]
+        for task in TASKS:
+            for name in self.section.get(task, {}).get("backbones") or []:
+                if name not in known:
+                    raise DpvipInputError(
+                        f"evaluate.{task}.backbones names '{name}', which is not a model the workflow trains "
+                        f"(known: {', '.join(known)})"
+                    )
 
     @property
     def probe_datasets(self) -> list[str]:
@@ -82,11 +94,8 @@ class EvaluationPlan:
         """The part of the `evaluate` config that `evaluation` reads."""
         datasets = self.section.get("datasets", {})
         used = {evaluation.dataset: datasets[evaluation.dataset]} if evaluation.dataset else {}
-        part = {
-            "image_size": self.section.get("image_size"),
-            "datasets": used,
-            evaluation.task: self.section.get(evaluation.task, {}),
-        }
+        task = {key: value for key, value in self.section.get(evaluation.task, {}).items() if key != "backbones"}
+        part = {"image_size": self.section.get("image_size"), "datasets": used, evaluation.task: task}
         if evaluation.task in ("coco", "ade20k"):  # their stand-in
             part["shapes"] = self.section.get("shapes", {})
         if evaluation.task == "dp_finetune":
@@ -95,7 +104,13 @@ class EvaluationPlan:
 
     def evaluation(self, backbone: str, metric: str) -> Evaluation | None:
         """The job that measures `metric` of `backbone`; None for a run fact or a metric the
-        config does not evaluate (its cell stays empty, the paper's value beside it)."""
+        config does not evaluate, or a backbone its task's `backbones` leaves out (the cell
+        stays empty, the paper's value beside it)."""
+        found = self._evaluation(backbone, metric)
+        listed = self.section.get(found.task, {}).get("backbones") if found else None
+        return found if listed is None or backbone in listed else None
+
+    def _evaluation(self, backbone: str, metric: str) -> Evaluation | None:
         cnn = backbone.startswith("cnn_")
         shot = SHOT_COLUMN.match(metric)
         if shot and int(shot["shots"]) in self.shot_datasets.get(shot["dataset"], []):

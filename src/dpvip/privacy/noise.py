@@ -15,6 +15,7 @@ the ViP paper's equation 3 divides by the average batch size B).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -22,6 +23,7 @@ from dpvip.privacy.randomness import RunRandomness
 
 DRAWS = 4  # N(0, s^2) as (x1 + x2 + x3 + x4) / 2, as opacus' secure_mode draws it
 NOISE_CHUNK = 1 << 22  # coordinates drawn at a time (16 MiB of float32); part of the stream's layout
+CHUNK_SEED_BOUND = (1 << 63) - 1  # each chunk's generator takes a 63-bit seed, as the step's does
 
 
 def noise_generator(randomness: RunRandomness, step: int, device: torch.device, purpose: str = "noise"):
@@ -31,15 +33,30 @@ def noise_generator(randomness: RunRandomness, step: int, device: torch.device, 
 
 def add_gaussian_noise_(values: torch.Tensor, std: float, generator: torch.Generator) -> torch.Tensor:
     """values += N(0, std^2) per coordinate, in place, as DRAWS standard draws each scaled by
-    std / sqrt(DRAWS). Drawn chunk by chunk into one scratch buffer: the noise of a 100M-
-    parameter model then costs one chunk of memory, not several model-sized temporaries
-    (which also cost a page fault per 4 KiB on CPU)."""
+    std / sqrt(DRAWS). Drawn chunk by chunk into a scratch buffer: the noise of a 100M-
+    parameter model then costs a chunk of memory per thread, not several model-sized
+    temporaries (which also cost a page fault per 4 KiB on CPU). Chunk k draws from its own
+    generator, seeded by `generator`'s k-th draw, so that on CPU (where one `normal_` runs on
+    one thread) the chunks are drawn on all of torch's threads at once, with the same result
+    whatever their number."""
     flat = values.view(-1)
-    scratch = torch.empty(min(NOISE_CHUNK, flat.numel()), device=flat.device, dtype=flat.dtype)
-    for part in flat.split(NOISE_CHUNK):
-        draw = scratch[: part.numel()]
-        for _ in range(DRAWS):
-            part.add_(draw.normal_(generator=generator), alpha=std / DRAWS**0.5)
+    chunks = flat.split(NOISE_CHUNK)
+    seeds = torch.randint(CHUNK_SEED_BOUND, (len(chunks),), generator=generator, device=generator.device).tolist()
+    workers = min(torch.get_num_threads(), len(chunks)) if flat.device.type == "cpu" else 1
+
+    def draw_every(first: int) -> None:  # chunks first, first + workers, ...: one scratch buffer
+        scratch = torch.empty(min(NOISE_CHUNK, flat.numel()), device=flat.device, dtype=flat.dtype)
+        for k in range(first, len(chunks), workers):
+            part, own = chunks[k], torch.Generator(device=flat.device).manual_seed(seeds[k])
+            draw = scratch[: part.numel()]
+            for _ in range(DRAWS):
+                part.add_(draw.normal_(generator=own), alpha=std / DRAWS**0.5)
+
+    if workers == 1:
+        draw_every(0)
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(draw_every, range(workers)))  # list(): re-raises a worker's exception
     return values
 
 
