@@ -35,6 +35,7 @@ pytestmark = pytest.mark.workflow
 # LAION's where they lie, in the same rule laion_index) and the COCO stand-in.
 STAND_INS = {"laion_natural_shard": 1, "coco_standin": 2}
 SIZES = ("nano", "tiny", "small", "base", "large")  # ViP Table 3
+SMOKE_DISK_BYTES = 22e9  # measured 20 GB: ViP-Large's and (Syn)-ViP-Large's checkpoints and states
 # One job per rule and model size. Where a rule has more, they are the paper's distinct kinds
 # of one job, each once: the 4 synthetic datasets; evaluations (one probe per (Syn)-ViP and ViP
 # size; few-shot: Caltech-101 5-shot for Table 2's four backbones, Aircraft 2-shot for Figure
@@ -113,6 +114,11 @@ def smoke_run(tmp_path_factory):
     """The smoke run, once: its labelled images, then the whole DAG on 2 cores. Its folder
     (20 GB: ViP-Large's checkpoints and resumable states) is removed afterwards."""
     workdir = tmp_path_factory.mktemp("smoke")
+    free = shutil.disk_usage(workdir).free
+    if free < SMOKE_DISK_BYTES:  # a job would fail half-way through a checkpoint otherwise
+        pytest.fail(
+            f"the smoke run needs {SMOKE_DISK_BYTES / 1e9:.0f} GB free under {workdir}; {free / 1e9:.1f} GB are"
+        )
     images = subprocess.run(
         [sys.executable, "-m", "dpvip.data.smoke_images"],
         cwd=workdir,
