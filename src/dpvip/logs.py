@@ -63,23 +63,21 @@ def peak_rss_mb() -> float | None:
     across fork and exec, the parent's resident set at the fork (Snakemake's, a few hundred
     MB), so it would report that for every small job. A child's mark can hold this process's
     resident set at its fork, which is at most this process's own mark."""
-    own = _vm_hwm_kb()
     try:
         import resource
     except ImportError:  # not a POSIX system
-        return None if own is None else own / 1024
-    unit = 1024 * 1024 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    if own is None:
-        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / unit
-    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / unit) / 1024
+        return _vm_hwm_mb()
+    to_mb = 1 / 2**20 if sys.platform == "darwin" else 1 / 2**10  # ru_maxrss: bytes on macOS, KiB on Linux
+    own = _vm_hwm_mb() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * to_mb
+    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * to_mb)
 
 
-def _vm_hwm_kb() -> float | None:
+def _vm_hwm_mb() -> float | None:
     try:
         with open("/proc/self/status") as status:
             for line in status:
                 if line.startswith("VmHWM:"):
-                    return float(line.split()[1])
+                    return float(line.split()[1]) / 2**10  # kB
     except OSError:
         pass
     return None
@@ -108,5 +106,5 @@ def workflow_job(log: str | Path) -> Iterator[None]:
         yield
         peak = peak_rss_mb()
         if peak is not None:
-            print(f"{PEAK_RSS_PREFIX} {peak:.1f} MB, the job's largest process (getrusage)")
+            print(f"{PEAK_RSS_PREFIX} {peak:.1f} MB, the job's largest process (high-water mark)")
     exit_now()

@@ -137,7 +137,7 @@ def test_a_peak_the_job_log_reports_replaces_the_sampled_one(tmp_path):
     assert rule_summary(smoke_jobs(tmp_path))[0]["peak_job"] == "pretrain/syn_vip_large"
 
 
-def test_one_benchmarks_peak_prefers_the_exact_one_of_the_log_beside_it(tmp_path):
+def test_one_jobs_peak_prefers_the_exact_one_of_its_log(tmp_path):
     write_run(
         tmp_path,
         records={"pretrain/syn_vip_nano": ("12", "800", "20"), "pretrain/syn_vip_large": ("60", "4327.77", "90")},
@@ -146,7 +146,7 @@ def test_one_benchmarks_peak_prefers_the_exact_one_of_the_log_beside_it(tmp_path
     log = tmp_path / "results/logs/pretrain/syn_vip_large.log"
     log.parent.mkdir(parents=True)
     log.write_text("peak RSS: 5574.7 MB, the job's largest process (getrusage)\n")
-    assert (benchmark_peak_mb(large), benchmark_peak_mb(nano)) == (5574.7, 800.0)  # nano: sampled, no log
+    assert (benchmark_peak_mb(large, log), benchmark_peak_mb(nano)) == (5574.7, 800.0)  # nano: sampled, no log
     empty = tmp_path / "results/benchmarks/pretrain/syn_vip_tiny.tsv"
     empty.write_text(HEADER)
     assert benchmark_peak_mb(empty) is None and benchmark_peak_mb(tmp_path / "none.tsv") is None

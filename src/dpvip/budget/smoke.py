@@ -2,7 +2,7 @@
 
 The smoke run has the paper's models, resolutions and job graph, cut to about one job per
 rule and model size; every job writes a Snakemake benchmark TSV and ends its log with its
-exact peak RSS (getrusage; the benchmark's sampled `max_rss` where a log has none). A paper
+exact peak RSS (/proc's VmHWM; the benchmark's sampled `max_rss` where a log has none). A paper
 job takes the record of the smoke job of the same kind and shape (`memory_key`): the same
 rule, task and network. No record: "no smoke run".
 """
@@ -49,7 +49,7 @@ def smoke_memory(smoke: PlannedWorkflow, directory: str | Path) -> dict[tuple, f
     for job in smoke.jobs:
         if not job.benchmark:
             continue
-        rss = benchmark_peak_mb(Path(directory) / job.benchmark)
+        rss = benchmark_peak_mb(Path(directory) / job.benchmark, job.log and Path(directory) / job.log)
         if rss is not None:
             key = memory_key(job, smoke.names)
             found[key] = max(rss, found.get(key, 0.0))

@@ -30,6 +30,7 @@ class WorkflowJob:
     params: dict
     resources: dict
     benchmark: str | None
+    log: str | None = None  # its first log file, where a workflow job's exact peak RSS is
 
     @property
     def name(self) -> str:
@@ -84,6 +85,7 @@ def _job(job) -> WorkflowJob:
         params=dict(job.params.items()),
         resources=resources,
         benchmark=str(job.benchmark) if job.benchmark else None,
+        log=str(job.log[0]) if job.log else None,
     )
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpvip.errors import DpvipInputError
+from dpvip.logs import PEAK_RSS_PREFIX
 
 BENCHMARKS = Path("results") / "benchmarks"
 DENSE_SAMPLING_SECONDS = 15.0  # Snakemake samples a job every 0.5 s this long, then every 30 s
@@ -32,7 +33,7 @@ DENSE_SAMPLING_SECONDS = 15.0  # Snakemake samples a job every 0.5 s this long, 
 _JOB_BLOCK = re.compile(r"^(?:local)?rule (?P<rule>\w+):\n(?P<body>(?:    .*\n?)*)", re.M)
 _FIELD = re.compile(r"^    (?P<key>\w+): (?P<value>.*)$", re.M)
 _FINISHED = re.compile(r"^Finished jobid: (?P<jobid>\d+) \(Rule: (?P<rule>\w+)\)", re.M)
-_EXACT_PEAK = re.compile(r"^peak RSS: (?P<mb>[0-9.]+) MB", re.M)  # a job log's closing line
+_EXACT_PEAK = re.compile(rf"^{re.escape(PEAK_RSS_PREFIX)} (?P<mb>[0-9.]+) MB", re.M)  # a job log's closing line
 
 
 @dataclass(frozen=True)
@@ -111,17 +112,13 @@ def exact_peak_mb(log: Path) -> float | None:
     return float(found[-1]) if found else None
 
 
-def benchmark_peak_mb(benchmark: str | Path) -> float | None:
-    """A finished job's peak RSS from its benchmark file `<dir>/results/benchmarks/<X>.tsv`: the
-    exact one of its log, `<dir>/results/logs/<X>.log` (every rule names the two alike), else
-    Snakemake's sampled `max_rss`; None when the job has not run or was not sampled."""
+def benchmark_peak_mb(benchmark: str | Path, log: str | Path | None = None) -> float | None:
+    """A finished job's peak RSS: the exact one its `log` ends with, else Snakemake's sampled
+    `max_rss` from its `benchmark` file; None when the job has not run or was not sampled."""
     benchmark = Path(benchmark)
     if not benchmark.is_file():
         return None
-    parts = benchmark.parts
-    at = max(i for i, part in enumerate(parts) if part == "benchmarks")
-    log = Path(*parts[:at], "logs", *parts[at + 1 :]).with_suffix(".log")
-    exact = exact_peak_mb(log)
+    exact = exact_peak_mb(Path(log)) if log else None
     if exact is not None:
         return exact
     try:

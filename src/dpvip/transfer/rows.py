@@ -15,6 +15,7 @@ Every read returns a fresh tensor the caller owns, so a consumer may prepare it 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -33,7 +34,7 @@ class StepInterrupted(Exception):
     noisy gradient exists) and the run's state saved as of the step before."""
 
 
-class Rows:
+class Rows(ABC):
     """(n, width) feature rows, read on demand as float32 tensors."""
 
     device = torch.device("cpu")
@@ -44,13 +45,13 @@ class Rows:
     def __len__(self) -> int:
         return self.shape[0]
 
+    @abstractmethod
     def read(self, start: int, stop: int, widen: bool = True) -> torch.Tensor:
         """Rows start..stop - 1, in float32 (`widen`) or as stored."""
-        raise NotImplementedError
 
+    @abstractmethod
     def take(self, indices: np.ndarray, widen: bool = True) -> torch.Tensor:
         """The rows at `indices`, in their order."""
-        raise NotImplementedError
 
 
 class TensorRows(Rows):
