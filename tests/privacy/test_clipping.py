@@ -9,7 +9,7 @@ from torch import nn
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings
 from dpvip.models.mae import MaskedAutoencoder
-from dpvip.privacy.clipping import CLIP_EPSILON, ClippedGradientSum
+from dpvip.privacy.clipping import CLIP_EPSILON, GRAM_BLOCK_TOKENS, ClippedGradientSum, ghost_squared_norms
 from dpvip.synthetic.family import thread_invariant
 
 BATCH = 6
@@ -153,6 +153,34 @@ def test_no_parameter_gradient_is_formed():
     summer.add(lambda: model(images, noise).loss)
     assert all(p.grad is None for p in model.parameters())
     assert any(total.any() for total in summer.sums)
+
+
+@pytest.mark.parametrize("tokens", [1, 50, GRAM_BLOCK_TOKENS + 33, 197, 260])
+def test_ghost_norm_by_symmetric_blocks_is_the_per_example_gradient_norm(tokens):
+    # ||G_i^T A_i||^2 formed outright; 97 tokens and more are cut into 2 to 4 blocks of Grams.
+    generator = torch.Generator().manual_seed(tokens)
+    a = torch.randn(4, tokens, 9, dtype=torch.float64, generator=generator)
+    g = torch.randn(4, tokens, 6, dtype=torch.float64, generator=generator)
+    want = torch.bmm(g.transpose(1, 2), a).pow(2).sum((1, 2))
+    torch.testing.assert_close(ghost_squared_norms(a, g), want, rtol=1e-12, atol=0)
+
+
+def test_long_token_sequences_take_the_blocked_ghost_norm_and_match_the_naive_loop(linear_paths):
+    # A 512 -> 512 Linear on 200 tokens: ghost (200 * 1024 < 512^2), its Grams in 3 blocks.
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(512, 512), nn.Tanh(), nn.Linear(512, 1)).double()
+    inputs = torch.randn(3, 200, 512, dtype=torch.float64)
+
+    def losses(x):
+        return model(x).squeeze(-1).pow(2).mean(1)
+
+    reference, norms, factors = naive_clipped_sum(model, lambda i: losses(inputs[i : i + 1]), 3, 0.05)
+    assert (factors < 1).all()
+    summer = ClippedGradientSum(model, 0.05)
+    _, got_norms = summer.add(lambda: losses(inputs))
+    assert linear_paths[model[0]] == "ghost" and round(200 / GRAM_BLOCK_TOKENS) == 3
+    torch.testing.assert_close(got_norms.double(), norms, rtol=1e-6, atol=0)
+    assert_sums_close(summer.sums, reference, 1e-5)
 
 
 # --- a tiny model with every layer type and both Linear paths ----------------------------

@@ -118,7 +118,13 @@ class DPStep:
             clipped += (norms > clipper.clip_norm).sum()
         generator = noise_generator(self.randomness, step, device)
         gradients = privatize(
-            clipper.sums, self.noise_multiplier, clipper.clip_norm, self.expected_batch_size, generator, self.all_reduce
+            clipper.sums,
+            self.noise_multiplier,
+            clipper.clip_norm,
+            self.expected_batch_size,
+            generator,
+            self.all_reduce,
+            in_place=True,  # the clipper's sums are reset before they are used again
         )
         set_gradients(clipper.params, gradients)
         self.optimizer.step()

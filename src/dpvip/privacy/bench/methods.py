@@ -127,10 +127,11 @@ class Method:
                 total += part
         self._noisy_step(sums, len(images))
 
-    def _noisy_step(self, sums: list[torch.Tensor], batch: int) -> None:
+    def _noisy_step(self, sums: list[torch.Tensor], batch: int, in_place: bool = False) -> None:
         # a benchmark releases nothing: its noise may come from a published seed
         generator = noise_generator(RunRandomness.seeded(self.setup.seed), self.steps, torch.device(self.setup.device))
-        set_gradients(self.params, privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, generator))
+        gradients = privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, generator, in_place=in_place)
+        set_gradients(self.params, gradients)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.steps += 1
@@ -165,7 +166,7 @@ class Ours(Method):
         self.clipper.reset()
         for x, n in self.chunks(images, noise):
             self.clipper.add(lambda: self.model(x, n).loss)
-        self._noisy_step(self.clipper.sums, len(images))
+        self._noisy_step(self.clipper.sums, len(images), in_place=True)  # as DPStep does
 
 
 class Vmap(Method):
