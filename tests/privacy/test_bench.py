@@ -96,3 +96,19 @@ def test_the_vip_base_preset_sets_the_shape_and_flags_override_it():
         "batch": 64,
         "micro_batch": None,
     }
+
+
+def test_round_ratios_pair_each_step_with_the_non_private_step_of_its_round():
+    from dpvip.privacy.bench import BenchResult, format_result
+
+    # The load doubles every round; each round's pair of steps still says 1.1x of wall time.
+    samples = {
+        "nonprivate": {"seconds": [1.0, 2.0, 4.0], "cpu_seconds": [2.0, 4.0, 8.0], "minor_faults": [0, 0, 0]},
+        "ours": {"seconds": [1.1, 2.2, 4.4], "cpu_seconds": [2.4, 4.0, 8.8], "minor_faults": [0, 0, 0]},
+    }
+    result = BenchResult(BenchSetup(), 1, 3, 0, samples, {}, {}, huge_pages=True)
+    assert result.round_ratios("ours") == pytest.approx([1.1, 1.1, 1.1])
+    assert result.round_ratios("ours", "cpu_seconds") == pytest.approx([1.2, 1.0, 1.1])
+    text = format_result(result)
+    assert "ours           wall 1.10x / 1.10x / 1.10x, CPU 1.00x / 1.10x / 1.20x" in text
+    assert "(THP_MEM_ALLOC_ENABLE): on" in text and "ours <= 1.10x time, <= 1.15x memory" in text
