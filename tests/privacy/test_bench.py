@@ -106,9 +106,22 @@ def test_round_ratios_pair_each_step_with_the_non_private_step_of_its_round():
         "nonprivate": {"seconds": [1.0, 2.0, 4.0], "cpu_seconds": [2.0, 4.0, 8.0], "minor_faults": [0, 0, 0]},
         "ours": {"seconds": [1.1, 2.2, 4.4], "cpu_seconds": [2.4, 4.0, 8.8], "minor_faults": [0, 0, 0]},
     }
-    result = BenchResult(BenchSetup(), 1, 3, 0, samples, {}, {}, huge_pages=True)
+    result = BenchResult(BenchSetup(), 1, 3, 0, samples, {}, {}, huge_pages=True, malloc="trim_threshold=1")
     assert result.round_ratios("ours") == pytest.approx([1.1, 1.1, 1.1])
     assert result.round_ratios("ours", "cpu_seconds") == pytest.approx([1.2, 1.0, 1.1])
     text = format_result(result)
     assert "ours           wall 1.10x / 1.10x / 1.10x, CPU 1.00x / 1.10x / 1.20x" in text
-    assert "(THP_MEM_ALLOC_ENABLE): on" in text and "ours <= 1.10x time, <= 1.15x memory" in text
+    assert (
+        "glibc (trim_threshold=1)" in text
+        and "(THP_MEM_ALLOC_ENABLE): on" in text
+        and "ours <= 1.10x time, <= 1.15x memory" in text
+    )
+
+
+def test_the_report_reads_glibc_malloc_tunables_from_the_environment(monkeypatch):
+    from dpvip.privacy.bench.report import malloc_tunables
+
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    assert malloc_tunables() == "defaults"
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=9:glibc.cpu.x=1:glibc.malloc.mmap_threshold=8")
+    assert malloc_tunables() == "trim_threshold=9, mmap_threshold=8"

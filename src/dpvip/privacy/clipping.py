@@ -11,8 +11,9 @@ the unclipped parameter gradient. From activations and backprops, per layer:
   when T (in + out) < in * out, each example's squared weight-gradient norm ||G_i^T A_i||^2
   is computed as <A_i A_i^T, G_i G_i^T> (the "ghost norm", T^2 (in + out) operations instead
   of T in out; about half of that, as both Grams are symmetric: `ghost_squared_norms`) and the
-  clipped sum is one matmul, (c * G)^T A, as in Bu et al.'s book-keeping clipping. Otherwise the per-example gradients are formed, which then costs no more memory
-  than the activations and backprops they replace, and the clipped sum is their weighted sum.
+  clipped sum is one matmul, (c * G)^T A, as in Bu et al.'s book-keeping clipping. Otherwise
+  the per-example gradients are formed, which then costs no more memory than the activations
+  and backprops they replace, and the clipped sum is their weighted sum.
 - Other layers (LayerNorm, GroupNorm, Conv2d: the ViT patch embedding, DP-RandP's GroupNorm
   WRN-16-4): per-example gradients from opacus' grad samplers, their norms, and a weighted
   sum. Every layer type opacus has a grad sampler for is accepted this way.

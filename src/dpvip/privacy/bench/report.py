@@ -40,6 +40,12 @@ def huge_pages_on() -> bool:
     return os.environ.get(HUGE_PAGES_VARIABLE, "0") not in ("", "0")
 
 
+def malloc_tunables() -> str:
+    """glibc's malloc settings given at process start (GLIBC_TUNABLES), or "defaults"."""
+    entries = [e for e in os.environ.get("GLIBC_TUNABLES", "").split(":") if e.startswith("glibc.malloc.")]
+    return ", ".join(e.removeprefix("glibc.malloc.") for e in entries) or "defaults"
+
+
 @dataclass
 class BenchResult:
     setup: BenchSetup
@@ -53,6 +59,7 @@ class BenchResult:
     noise: dict = field(default_factory=dict)  # parameters, seconds: the per-step noise draw alone
     torch_version: str = field(default_factory=lambda: torch.__version__)
     huge_pages: bool = field(default_factory=huge_pages_on)
+    malloc: str = field(default_factory=malloc_tunables)
 
     def median(self, name: str) -> float:
         return statistics.median(self.samples[name]["seconds"])
@@ -91,7 +98,9 @@ class BenchResult:
                 "seconds": self.samples[name]["seconds"],
                 "cpu_seconds": self.samples[name]["cpu_seconds"],
                 "round_time_ratios": self.round_ratios(name),
-                "round_cpu_time_ratios": None if self.cpu_median(name) is None else self.round_ratios(name, "cpu_seconds"),
+                "round_cpu_time_ratios": None
+                if self.cpu_median(name) is None
+                else self.round_ratios(name, "cpu_seconds"),
             }
             for name in self.samples
         }
@@ -106,6 +115,7 @@ class BenchResult:
             "memory_steps": MEMORY_STEPS,
             "memory_mode": self.memory_mode,
             "cpu_huge_pages": self.huge_pages,
+            "cpu_malloc": self.malloc,
             "memory": memory_method(self.setup.device, self.memory_mode),
             "targets": {"time_ratio": TARGET_TIME_RATIO, "memory_ratio": TARGET_MEMORY_RATIO},
             "methods": methods,
@@ -191,12 +201,14 @@ def format_result(result: BenchResult) -> str:
     ]
     if not s.device.startswith("cuda"):
         lines.append(
-            f"allocator: glibc; tensors >= 2 MB on transparent huge pages ({HUGE_PAGES_VARIABLE}): "
+            f"allocator: glibc ({result.malloc}); tensors >= 2 MB on transparent huge pages "
+            f"({HUGE_PAGES_VARIABLE}): "
             + ("on" if result.huge_pages else "off")
             + " (page faults are a large, variable share of a CPU step; a GPU's caching allocator has none)"
         )
     lines += [
-        f"targets (DESIGN.md): ours <= {TARGET_TIME_RATIO:.2f}x time, <= {TARGET_MEMORY_RATIO:.2f}x memory of nonprivate",
+        f"targets (DESIGN.md): ours <= {TARGET_TIME_RATIO:.2f}x time, "
+        f"<= {TARGET_MEMORY_RATIO:.2f}x memory of nonprivate",
         "",
         f"{'method':<14} {'s/step':>9} {'time':>7} {'CPU s':>8} {'CPU':>7} {'peak MB':>9} {'memory':>7}",
     ]
