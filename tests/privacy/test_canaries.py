@@ -21,7 +21,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import auditing
 from dpvip.privacy.canaries import AuditMechanism, audit_run
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import privatize
+from dpvip.privacy.noise import privatize_
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.step import DPStep
 
@@ -56,7 +56,7 @@ def test_a_correct_run_stays_at_or_below_its_claim():
 
 
 def test_noise_halved_is_caught(monkeypatch):
-    monkeypatch.setattr(step_module, "privatize", lambda sums, sigma, *a, **k: privatize(sums, sigma / 2, *a, **k))
+    monkeypatch.setattr(step_module, "privatize_", lambda flat, sigma, *a, **k: privatize_(flat, sigma / 2, *a, **k))
     run = audit_run(MECHANISM, CANARIES, WIDTH, randomness=SEEDED)
     bound = one_run_bound(run)
     print(f"noise halved: claimed {run.epsilon_spent:.2f}, audit {bound:.2f}")  # measured 2.2-2.5
@@ -101,7 +101,7 @@ def test_noise_on_every_rank_is_caught(monkeypatch):
     from dpvip.privacy.auditing import gdp_epsilon
     from dpvip.privacy.noise import gaussian_noise
 
-    monkeypatch.setattr(step_module, "privatize", lambda sums, sigma, *a, **k: privatize(sums, 0.0, *a, **k))
+    monkeypatch.setattr(step_module, "privatize_", lambda flat, sigma, *a, **k: privatize_(flat, 0.0, *a, **k))
 
     def noise_on_every_rank(clipper, optimizer, ledger, examples, randomness, *, rank, world, all_reduce, **kwargs):
         own = torch.Generator().manual_seed(randomness.seed("rank noise", rank))

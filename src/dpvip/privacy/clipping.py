@@ -202,7 +202,7 @@ class ClippedGradientSum:
         self._calls: dict[nn.Module, _Call] = {}
         self._recording = False
         self._handles = [layer.register_forward_hook(self._keep) for layer in self.layers]
-        # One float32 buffer, one view per parameter: `privatize(..., in_place=True)` then
+        # One float32 buffer, one view per parameter: `privatize_(self.flat, ...)` then
         # noises the sums where they are, without a model-sized copy per step.
         device = self.params[0].device if self.params else torch.device("cpu")
         self.flat = torch.zeros(sum(p.numel() for p in self.params), dtype=torch.float32, device=device)

@@ -9,7 +9,7 @@ head and DP-RandP's private probe) takes its steps through a `DPStep`, which in 
 3. adds each micro-batch's per-example clipped gradients to a sum (`ClippedGradientSum`,
    with augmentation multiplicity when the clipper has views);
 4. sums over ranks, adds N(0, (sigma C)^2) once, sigma and C being the ledger's, and divides
-   by the expected batch q n (`privatize`);
+   by the expected batch q n (`privatize_`);
 5. writes the result into `.grad` and steps the optimizer.
 
 The noise of step t and its batch come from the run's `RunRandomness`
@@ -33,7 +33,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import check_delta
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import noise_generator, privatize
+from dpvip.privacy.noise import noise_generator, privatize_
 from dpvip.privacy.optimizers import set_gradients
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches
@@ -117,16 +117,11 @@ class DPStep:
             loss_sum += losses.sum().double() / clipper.views
             clipped += (norms > clipper.clip_norm).sum()
         generator = noise_generator(self.randomness, step, device)
-        gradients = privatize(
-            clipper.sums,
-            self.noise_multiplier,
-            clipper.clip_norm,
-            self.expected_batch_size,
-            generator,
-            self.all_reduce,
-            in_place=True,  # the clipper's sums are reset before they are used again
+        # In place: the clipper's sums are reset before they are used again.
+        privatize_(
+            clipper.flat, self.noise_multiplier, clipper.clip_norm, self.expected_batch_size, generator, self.all_reduce
         )
-        set_gradients(clipper.params, gradients)
+        set_gradients(clipper.params, clipper.sums)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return StepReport(float(loss_sum), clipper.examples, int(clipped))

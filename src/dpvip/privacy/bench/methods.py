@@ -38,7 +38,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings, mae_variant
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum, clip_factors
-from dpvip.privacy.noise import noise_generator, privatize
+from dpvip.privacy.noise import noise_generator, privatize, privatize_
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.optimizers import set_gradients
 
@@ -127,11 +127,15 @@ class Method:
                 total += part
         self._noisy_step(sums, len(images))
 
-    def _noisy_step(self, sums: list[torch.Tensor], batch: int, in_place: bool = False) -> None:
+    def _noisy_step(self, sums: list[torch.Tensor], batch: int, flat: torch.Tensor | None = None) -> None:
+        """Noise, set the gradients, step; `flat`: the buffer that `sums` are views of, noised in place."""
         # a benchmark releases nothing: its noise may come from a published seed
         generator = noise_generator(RunRandomness.seeded(self.setup.seed), self.steps, torch.device(self.setup.device))
-        gradients = privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, generator, in_place=in_place)
-        set_gradients(self.params, gradients)
+        if flat is None:
+            sums = privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, generator)
+        else:
+            privatize_(flat, NOISE_MULTIPLIER, CLIP_NORM, batch, generator)
+        set_gradients(self.params, sums)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.steps += 1
@@ -166,7 +170,7 @@ class Ours(Method):
         self.clipper.reset()
         for x, n in self.chunks(images, noise):
             self.clipper.add(lambda: self.model(x, n).loss)
-        self._noisy_step(self.clipper.sums, len(images), in_place=True)  # as DPStep does
+        self._noisy_step(self.clipper.sums, len(images), self.clipper.flat)  # as DPStep does
 
 
 class Vmap(Method):
