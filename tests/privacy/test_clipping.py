@@ -155,6 +155,32 @@ def test_no_parameter_gradient_is_formed():
     assert any(total.any() for total in summer.sums)
 
 
+def test_a_layers_norm_is_worked_out_as_its_backprops_arrive():
+    # The last layer's norm comes before the backward pass has reached the layer under it
+    # (its backprops still in cache), not after the whole pass; the result is unchanged.
+    model = tiny()
+    x = tiny_inputs(4, 4)
+    events = []
+    summer = ClippedGradientSum(model, 1.0)
+    for name in ("narrow", "wide"):
+        layer = getattr(model, name)
+        norms_rule, sum_rule = summer._layer_rules[layer]
+        summer._layer_rules[layer] = (
+            lambda lay, call, name=name, rule=norms_rule: events.append(f"norm {name}") or rule(lay, call),
+            sum_rule,
+        )
+
+    # Registered after the summer's: fires when the backward pass hands `wide` its backprops.
+    def watch(layer, inputs, output):
+        output.register_hook(lambda g: events.append("wide"))
+
+    model.wide.register_forward_hook(watch)
+    _, norms = summer.add(lambda: model(x))
+    assert events == ["norm narrow", "norm wide", "wide"]
+    _, reference, _ = naive_clipped_sum(model, lambda i: model(x[i : i + 1]), len(x), 1.0)
+    torch.testing.assert_close(norms.double(), reference, rtol=1e-5, atol=0)
+
+
 @pytest.mark.parametrize("tokens", [1, 50, GRAM_BLOCK_TOKENS + 33, 197, 260])
 def test_ghost_norm_by_symmetric_blocks_is_the_per_example_gradient_norm(tokens):
     # ||G_i^T A_i||^2 formed outright; 97 tokens and more are cut into 2 to 4 blocks of Grams.

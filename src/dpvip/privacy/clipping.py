@@ -5,7 +5,9 @@ Every layer that owns trainable parameters is watched during the forward pass: i
 (activations) and its output's gradient edge are kept (not the output tensor, which is
 freed as usual). One backward pass then asks autograd for the gradient of the summed
 per-example losses with respect to those outputs only (backprops), so autograd never forms
-the unclipped parameter gradient. From activations and backprops, per layer:
+the unclipped parameter gradient. A hook on each output works out the layer's per-example
+norms as its backprops arrive, while they are still in cache; the clipped sums follow the
+pass, once every norm is known. From activations and backprops, per layer:
 
 - Linear layers (most of a ViT's parameters), with T tokens, `in` inputs and `out` outputs:
   when T (in + out) < in * out, each example's squared weight-gradient norm ||G_i^T A_i||^2
@@ -34,6 +36,7 @@ layer.weight)) is not seen, so models are written with layers called once each.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -57,10 +60,11 @@ def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
 class _Call:
     """One layer's forward call: its input and its output's gradient edge, then its backprops."""
 
-    activations: torch.Tensor
-    output: torch.autograd.graph.GradientEdge  # not the tensor: that is freed as usual
-    backprops: torch.Tensor | None = None
+    activations: torch.Tensor | None
+    output: torch.autograd.graph.GradientEdge | None  # not the tensor: that is freed as usual
     views: int = 1  # rows per example: an example's rows are consecutive
+    backprops: torch.Tensor | None = None
+    squared: list = field(default_factory=list)  # per-example squared norms, per parameter
     parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
 
 
@@ -247,7 +251,22 @@ class ClippedGradientSum:
                 "per-example clipping needs one call per layer"
             )
         # The output's gradient edge, not the output: the tensor itself is freed as usual.
-        self._calls[layer] = _Call(inputs[0].detach(), torch.autograd.graph.get_gradient_edge(output))
+        self._calls[layer] = _Call(inputs[0].detach(), torch.autograd.graph.get_gradient_edge(output), self.views)
+        output.register_hook(functools.partial(self._arrived, layer))
+
+    def _arrived(self, layer: nn.Module, backprops: torch.Tensor) -> None:
+        """The layer's backprops, as the backward pass forms them: its norms are worked out
+        now, while they are in cache (read once more for the clipped sum, not twice), and
+        what only the norms need is freed before the backward pass goes on."""
+        call = self._calls.get(layer)
+        if call is None or call.output is None:  # not a backward pass of `add`
+            return
+        call.output, call.backprops = None, backprops
+        # Norms in float32 even under autocast (bf16 on GPUs): each example's share is then
+        # at most C up to float32 rounding; a bf16 norm would err by ~0.4%.
+        with torch.autocast(backprops.device.type, enabled=False):
+            call.squared = self._layer_rules[layer][0](layer, call)
+        call.activations = call.backprops = None  # `parts` keeps what the sum needs
 
     def add(self, per_example_losses: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Run `per_example_losses()` (a forward pass returning one loss per example), add the
@@ -259,38 +278,37 @@ class ClippedGradientSum:
             losses = per_example_losses()
         finally:
             self._recording = False
-        calls = [(layer, call) for layer, call in self._calls.items()]
-        self._calls.clear()
+        try:
+            norms = self._backward(losses)
+        finally:
+            self._calls.clear()
+        examples = losses.shape[0] // self.views
+        self.examples += examples
+        return losses.detach(), norms
+
+    def _backward(self, losses: torch.Tensor) -> torch.Tensor:
+        """One backward pass to the watched layers' outputs (`_arrived` works out each
+        layer's norms on the way), then the clip factors and the clipped sums."""
         if losses.shape[0] % self.views:
             raise DpvipInputError(f"{losses.shape[0]} loss rows are not {self.views} views per example")
         examples = losses.shape[0] // self.views
         if losses.numel() == 0:
-            return losses.detach(), losses.detach().float()
+            return losses.detach().float()
+        calls = list(self._calls.items())
         # Dividing by K makes every backprop, hence every per-example gradient, a mean over views.
         total = losses.sum() if self.views == 1 else losses.sum() / self.views
-        backprops = list(torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True))
-        # Norms and sums in float32 even under autocast (bf16 on GPUs): each example's share
-        # is then at most C up to float32 rounding; a bf16 norm would err by ~0.4%.
+        # The backprops are dropped as soon as they are returned: `parts` holds what the sums need.
+        torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True)
+        # A layer the loss did not use has no backprops and contributes nothing.
+        squared = [part for _, call in calls for part in call.squared]  # in forward order, as before
+        norms = torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(examples, device=losses.device)
+        factors = clip_factors(norms, self.clip_norm)
         with torch.autocast(losses.device.type, enabled=False):
-            norms = self._norms(calls, backprops, examples, losses.device)
-            factors = clip_factors(norms, self.clip_norm)
             for layer, call in calls:
                 if call.parts:
                     self._layer_rules[layer][1](layer, call, factors, self._sum_of)
                 call.parts = {}
-        self.examples += examples
-        return losses.detach(), norms
-
-    def _norms(self, calls: list, backprops: list, examples: int, device: torch.device) -> torch.Tensor:
-        """Per-example gradient norms over every layer; keeps what each layer's sum needs."""
-        squared = []
-        for k, (layer, call) in enumerate(calls):
-            call.output, call.backprops, backprops[k] = None, backprops[k], None  # one reference each
-            call.views = self.views
-            if call.backprops is not None:  # a layer the loss did not use contributes nothing
-                squared += self._layer_rules[layer][0](layer, call)
-            call.activations = call.backprops = None  # `parts` keeps what the sum needs
-        return torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(examples, device=device)
+        return norms
 
     def reset(self) -> None:
         self.flat.zero_()
