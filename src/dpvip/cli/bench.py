@@ -47,7 +47,7 @@ def cmd_bench_dp_step(args: argparse.Namespace) -> int:
     from dpvip.privacy.bench import BenchSetup, format_result, run_bench
 
     setup = BenchSetup(args.model, args.image_size, args.patch_size, args.batch, args.micro_batch, args.device)
-    result = run_bench(setup, args.methods, args.rounds, args.warmup, args.threads, args.memory)
+    result = run_bench(setup, args.methods, args.rounds, args.warmup, args.threads, args.memory, args.heap)
     print(json.dumps(result.record(), sort_keys=True) if args.json else format_result(result))
     return 0
 
@@ -101,6 +101,13 @@ def add_commands(commands) -> None:
         choices=["live", "rss"],
         default="live",
         help="CPU peak memory: live tensor bytes (glibc mmap threshold fixed) or raw RSS with allocator slack",
+    )
+    dp_step.add_argument(
+        "--heap",
+        choices=["kept", "default"],
+        default="kept",
+        help="CPU heap of the timed processes: freed memory kept and reused (glibc trimming off, as a GPU's "
+        "caching allocator) or glibc's defaults, which fault every step's memory in anew",
     )
     dp_step.add_argument(
         "--methods",

@@ -22,8 +22,6 @@ measurement in words.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import multiprocessing
 import re
 from dataclasses import replace
@@ -31,11 +29,12 @@ from dataclasses import replace
 import torch
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy.bench.heap import M_MMAP_THRESHOLD, mallopt
 from dpvip.privacy.bench.methods import BenchSetup, make_methods
 
 MEMORY_STEPS = 2  # steps of a fresh model and optimizer over which peak memory grows
 MEMORY_MODES = ("live", "rss")
-M_MMAP_THRESHOLD, LIVE_MMAP_THRESHOLD = -3, 128 * 1024  # glibc's mallopt parameter, bytes
+LIVE_MMAP_THRESHOLD = 128 * 1024  # bytes
 
 
 def _status_kb(field_name: str) -> int:
@@ -54,11 +53,7 @@ def _reset_peak_rss() -> bool:
 
 def _fix_mmap_threshold() -> bool:
     """glibc: allocations of LIVE_MMAP_THRESHOLD or more are mmapped, and unmapped when freed."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, LIVE_MMAP_THRESHOLD))
-    except (OSError, AttributeError, TypeError):
-        return False
+    return mallopt(M_MMAP_THRESHOLD, LIVE_MMAP_THRESHOLD)
 
 
 def _prewarm(name: str, setup: BenchSetup) -> None:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy.bench.heap import HEAP_MODES, heap_description
 from dpvip.privacy.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method
 from dpvip.privacy.bench.methods import (
     CLIP_NORM,
@@ -56,6 +57,7 @@ class BenchResult:
     peak_bytes: dict[str, int | None]
     cross_check: dict
     memory_mode: str = "live"
+    heap: str = "kept"  # the timing processes' heap (`heap.HEAP_MODES`; CPU only)
     noise: dict = field(default_factory=dict)  # parameters, seconds: the per-step noise draw alone
     torch_version: str = field(default_factory=lambda: torch.__version__)
     huge_pages: bool = field(default_factory=huge_pages_on)
@@ -114,6 +116,7 @@ class BenchResult:
             "clip_norm": CLIP_NORM,
             "memory_steps": MEMORY_STEPS,
             "memory_mode": self.memory_mode,
+            "cpu_heap": self.heap,
             "cpu_huge_pages": self.huge_pages,
             "cpu_malloc": self.malloc,
             "memory": memory_method(self.setup.device, self.memory_mode),
@@ -125,7 +128,13 @@ class BenchResult:
 
 
 def run_bench(
-    setup: BenchSetup, methods: list[str], rounds: int = 5, warmup: int = 1, threads: int = 1, memory: str = "live"
+    setup: BenchSetup,
+    methods: list[str],
+    rounds: int = 5,
+    warmup: int = 1,
+    threads: int = 1,
+    memory: str = "live",
+    heap: str = "kept",
 ) -> BenchResult:
     setup.settings()  # bad names and sizes fail before anything runs
     names = ["nonprivate"] + [name for name in dict.fromkeys(methods) if name != "nonprivate"]
@@ -136,6 +145,8 @@ def run_bench(
         raise DpvipInputError(f"rounds {rounds} must be positive and warm-up {warmup} not negative")
     if memory not in MEMORY_MODES:
         raise DpvipInputError(f"memory mode '{memory}' is not one of {', '.join(MEMORY_MODES)}")
+    if heap not in HEAP_MODES:
+        raise DpvipInputError(f"heap mode '{heap}' is not one of {', '.join(HEAP_MODES)}")
     if setup.device.startswith("cuda") and not torch.cuda.is_available():
         raise DpvipInputError(f"device {setup.device} is not available")
     torch.set_num_threads(threads)
@@ -151,7 +162,7 @@ def run_bench(
             runners = {}
             try:
                 for name in names:
-                    runners[name] = ProcessRunner(name, setup, threads)
+                    runners[name] = ProcessRunner(name, setup, threads, heap)
             except BaseException:
                 for runner in runners.values():
                     runner.close()
@@ -162,7 +173,7 @@ def run_bench(
         finally:
             for runner in runners.values():
                 runner.close()
-    return BenchResult(setup, threads, rounds, warmup, samples, peak, checked, memory, time_noise(setup, rounds))
+    return BenchResult(setup, threads, rounds, warmup, samples, peak, checked, memory, heap, time_noise(setup, rounds))
 
 
 def time_noise(setup: BenchSetup, rounds: int) -> dict:
@@ -201,8 +212,8 @@ def format_result(result: BenchResult) -> str:
     ]
     if not s.device.startswith("cuda"):
         lines.append(
-            f"allocator: glibc ({result.malloc}); tensors >= 2 MB on transparent huge pages "
-            f"({HUGE_PAGES_VARIABLE}): "
+            f"heap of the timed processes: {heap_description(result.heap)}; glibc tunables at start: "
+            f"{result.malloc}; tensors >= 2 MB on transparent huge pages ({HUGE_PAGES_VARIABLE}): "
             + ("on" if result.huge_pages else "off")
             + " (page faults are a large, variable share of a CPU step; a GPU's caching allocator has none)"
         )

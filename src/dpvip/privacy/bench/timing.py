@@ -10,7 +10,7 @@ Time: warm-up steps of every method, then R rounds; each round steps every metho
 in an order rotated every round, so that load drift on a shared machine hits all methods
 alike. On CPU every method lives in its own forked process, which builds the same model and
 batch and steps when the parent says so (one process at a time; the step is timed inside
-it). Each method thus has its own heap, as in a training process that runs it alone: in one
+it). Each method thus has its own heap, as in a training process that runs it alone (set as `heap` says): in one
 shared process the big temporaries of one method raise glibc's mmap threshold for the
 others and change their page faults and time. Per step: wall seconds, process CPU seconds
 (user + system, page faults included; time spent waiting for a core while other jobs run
@@ -28,6 +28,7 @@ import time
 import torch
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy.bench.heap import set_heap
 from dpvip.privacy.bench.methods import METHOD_CLASSES, BenchSetup, Method, make_methods, max_relative_difference
 
 
@@ -67,9 +68,11 @@ class LocalRunner:
         pass
 
 
-def _serve(name: str, setup: BenchSetup, threads: int, connection) -> None:
-    """A forked process: build the method, then answer the parent's commands."""
+def _serve(name: str, setup: BenchSetup, threads: int, heap: str, connection) -> None:
+    """A forked process: set its heap (`heap.HEAP_MODES`), build the method, then answer the
+    parent's commands."""
     try:
+        set_heap(heap)
         torch.set_num_threads(threads)
         methods, images, noise = make_methods([name], setup)
         method = methods[name]
@@ -91,11 +94,11 @@ class ProcessRunner:
     heap, as in a training process running that method alone, while the parent still
     alternates the methods round-robin. Fork before this process runs torch computations."""
 
-    def __init__(self, name: str, setup: BenchSetup, threads: int):
+    def __init__(self, name: str, setup: BenchSetup, threads: int, heap: str = "kept"):
         context = multiprocessing.get_context("fork")
         self.name, self.private = name, METHOD_CLASSES[name].private
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(name, setup, threads, child), daemon=True)
+        self.process = context.Process(target=_serve, args=(name, setup, threads, heap, child), daemon=True)
         self.process.start()
         child.close()
         self._answer()  # built

@@ -1,0 +1,49 @@
+"""glibc heap settings for the processes of `dpvip bench dp-step`, set with mallopt at run
+time (GLIBC_TUNABLES is read only at process start, before the forked timing processes
+exist).
+
+On CPU a step's time depends on the heap: with glibc's defaults, freed memory at the top of
+the heap is handed back to the system and large blocks are unmapped when freed, so every
+step touches gigabytes anew, page by page (1.3-1.6 million minor page faults per step of
+ViP-Base at micro-batch 32; how many varies between runs and between methods). Timing modes:
+- `kept` (default): trimming off and the mmap threshold fixed at 32 MiB, so freed memory
+  stays with the process and is reused, as a GPU's caching allocator keeps it. Both the
+  non-private and the DP step are at their fastest on this machine then (no-fault steps).
+- `default`: glibc as the process found it (GLIBC_TUNABLES included).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+from dpvip.errors import DpvipInputError
+
+HEAP_MODES = ("kept", "default")
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
+KEPT_MMAP_THRESHOLD = 32 * 2**20  # glibc's largest dynamic threshold on 64-bit systems
+NO_TRIMMING = -1  # mallopt(M_TRIM_THRESHOLD, -1) turns trimming off
+
+
+def mallopt(parameter: int, value: int) -> bool:
+    """glibc's mallopt; False where it is not available (another C library)."""
+    try:
+        return bool(ctypes.CDLL(ctypes.util.find_library("c")).mallopt(parameter, value))
+    except (OSError, AttributeError, TypeError):
+        return False
+
+
+def set_heap(mode: str) -> None:
+    """Applies a timing mode to this process (before it allocates its model)."""
+    if mode not in HEAP_MODES:
+        raise DpvipInputError(f"heap mode '{mode}' is not one of {', '.join(HEAP_MODES)}")
+    if mode == "kept" and not (
+        mallopt(M_TRIM_THRESHOLD, NO_TRIMMING) and mallopt(M_MMAP_THRESHOLD, KEPT_MMAP_THRESHOLD)
+    ):
+        raise DpvipInputError("heap mode 'kept' needs glibc's mallopt; use --heap default")
+
+
+def heap_description(mode: str) -> str:
+    if mode == "kept":
+        return f"kept (glibc trimming off, mmap threshold {KEPT_MMAP_THRESHOLD // 2**20} MiB: freed memory is reused)"
+    return "glibc defaults"
