@@ -46,7 +46,7 @@ def test_cli_json_has_every_method_and_positive_ratios():
     record = json.loads(done.stdout)
     assert set(record["methods"]) == set(METHODS)
     assert record["model"] == "micro" and record["batch"] == 4 and record["threads"] == 1
-    assert record["device"] == "cpu" and record["torch"] == torch.__version__
+    assert record["device"] == "cpu" and record["torch"] == torch.__version__ and record["cpu_heap"] == "kept"
     for name, row in record["methods"].items():
         assert row["seconds_per_step"] > 0 and row["time_ratio"] > 0 and row["cpu_time_ratio"] > 0, name
         assert row["peak_mb"] > 0 and row["memory_ratio"] > 0, name

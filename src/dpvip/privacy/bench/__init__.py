@@ -4,8 +4,9 @@ non-private step of the same model and batch.
 
 Modules: `methods` (the setup, the methods `nonprivate`, `ours`, `vmap`, `opacus_hooks`,
 `opacus_ghost`, and the DP constants), `timing` (runners stepping a method in this process
-or in its own forked one, the cross-check of clipped sums, round-robin timing), `memory`
-(peak growth of CUDA memory or of the resident set), `report` (`run_bench`, `BenchResult`,
+or in its own forked one, the cross-check of clipped sums, round-robin timing), `heap`
+(the glibc heap of the timed processes), `memory` (peak growth of CUDA memory or of the
+resident set), `report` (`run_bench`, `BenchResult`,
 `format_result`). The names used by the command line and the tests are re-exported here.
 """
 

@@ -10,9 +10,9 @@ Time: warm-up steps of every method, then R rounds; each round steps every metho
 in an order rotated every round, so that load drift on a shared machine hits all methods
 alike. On CPU every method lives in its own forked process, which builds the same model and
 batch and steps when the parent says so (one process at a time; the step is timed inside
-it). Each method thus has its own heap, as in a training process that runs it alone (set as `heap` says): in one
-shared process the big temporaries of one method raise glibc's mmap threshold for the
-others and change their page faults and time. Per step: wall seconds, process CPU seconds
+it). Each method thus has its own heap (set as `heap` says), as in a training process that
+runs it alone: in one shared process the big temporaries of one method raise glibc's mmap
+threshold for the others and change their page faults and time. Per step: wall seconds, process CPU seconds
 (user + system, page faults included; time spent waiting for a core while other jobs run
 counts in wall time only) and minor page faults.
 
