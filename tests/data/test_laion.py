@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import socket
 import threading
 from functools import partial
@@ -67,13 +68,30 @@ def url_list(tmp_path_factory):
 def ingested(url_list, tmp_path_factory):
     out = tmp_path_factory.mktemp("laion")
     settings = IngestSettings(image_size=IMAGE_SIZE, resize_mode="center_crop", threads=4, shard_size=4, timeout=5)
-    return out, ingest(url_list, out, settings, progress=False)
+    temporary = tmp_path_factory.mktemp("tmpdir")  # the user's TMPDIR, which img2dataset must not litter
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(temporary)
+    try:
+        index = ingest(url_list, out, settings, progress=False)
+    finally:
+        if before is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = before
+    return out, index, temporary
 
 
 @pytest.mark.slow
+def test_an_ingest_leaves_no_temporary_files(ingested):
+    # img2dataset's workers make two wandb folders each in TMPDIR; they get a scratch one.
+    out, _, temporary = ingested
+    assert list(temporary.iterdir()) == []
+    assert [path.name for path in out.iterdir() if path.name.startswith(".")] == []  # the scratch is gone
+
+
 @pytest.mark.slow
 def test_good_images_become_samples_and_failures_are_counted_by_reason(ingested):
-    out, index = ingested
+    out, index, _ = ingested
     assert index["source"] == "img2dataset" and index["total_samples"] == len(GOOD)
     assert index["attempted"] == 7
     failures = index["failures"]
@@ -87,7 +105,7 @@ def test_good_images_become_samples_and_failures_are_counted_by_reason(ingested)
 
 @pytest.mark.slow
 def test_the_index_reads_back_with_the_images_and_their_captions(ingested):
-    out, index = ingested
+    out, index, _ = ingested
     reader = ShardReader.from_index(out / "index.json")
     assert len(reader) == len(GOOD)
     served = {}

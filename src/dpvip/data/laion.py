@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -132,11 +133,14 @@ def download(url_list: str | Path, shards_folder: str | Path, settings: IngestSe
         "enable_wandb": False,
     }
     Path(shards_folder).parent.mkdir(parents=True, exist_ok=True)
-    env = os.environ | {"NO_ALBUMENTATIONS_UPDATE": "1"}
     command = [sys.executable, "-c", _RUN_IMG2DATASET, json.dumps(options)]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as process:
-        for line in process.stdout:  # relayed, so a job's log (sys.stdout redirected) holds it
-            print(line, end="", flush=True)
+    # Its workers leave two wandb folders each in the temporary directory (wandb off or not):
+    # they get one of their own, removed afterwards.
+    with tempfile.TemporaryDirectory(prefix=".img2dataset-", dir=Path(shards_folder).parent) as scratch:
+        env = os.environ | {"NO_ALBUMENTATIONS_UPDATE": "1", "TMPDIR": scratch}
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as process:
+            for line in process.stdout:  # relayed, so a job's log (sys.stdout redirected) holds it
+                print(line, end="", flush=True)
     if process.returncode != 0:
         raise RuntimeError(f"img2dataset failed with exit status {process.returncode} (its output is above)")
 
