@@ -282,8 +282,7 @@ class ClippedGradientSum:
             norms = self._backward(losses)
         finally:
             self._calls.clear()
-        examples = losses.shape[0] // self.views
-        self.examples += examples
+        self.examples += norms.shape[0]  # one norm per example
         return losses.detach(), norms
 
     def _backward(self, losses: torch.Tensor) -> torch.Tensor:

@@ -33,10 +33,14 @@ def mallopt(parameter: int, value: int) -> bool:
         return False
 
 
-def set_heap(mode: str) -> None:
-    """Applies a timing mode to this process (before it allocates its model)."""
+def check_heap_mode(mode: str) -> None:
     if mode not in HEAP_MODES:
         raise DpvipInputError(f"heap mode '{mode}' is not one of {', '.join(HEAP_MODES)}")
+
+
+def set_heap(mode: str) -> None:
+    """Applies a timing mode to this process (before it allocates its model)."""
+    check_heap_mode(mode)
     if mode == "kept" and not (
         mallopt(M_TRIM_THRESHOLD, NO_TRIMMING) and mallopt(M_MMAP_THRESHOLD, KEPT_MMAP_THRESHOLD)
     ):

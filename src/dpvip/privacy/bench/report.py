@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.bench.heap import HEAP_MODES, heap_description
+from dpvip.privacy.bench.heap import check_heap_mode, heap_description
 from dpvip.privacy.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method
 from dpvip.privacy.bench.methods import (
     CLIP_NORM,
@@ -145,8 +145,7 @@ def run_bench(
         raise DpvipInputError(f"rounds {rounds} must be positive and warm-up {warmup} not negative")
     if memory not in MEMORY_MODES:
         raise DpvipInputError(f"memory mode '{memory}' is not one of {', '.join(MEMORY_MODES)}")
-    if heap not in HEAP_MODES:
-        raise DpvipInputError(f"heap mode '{heap}' is not one of {', '.join(HEAP_MODES)}")
+    check_heap_mode(heap)
     if setup.device.startswith("cuda") and not torch.cuda.is_available():
         raise DpvipInputError(f"device {setup.device} is not available")
     torch.set_num_threads(threads)

@@ -12,9 +12,9 @@ alike. On CPU every method lives in its own forked process, which builds the sam
 batch and steps when the parent says so (one process at a time; the step is timed inside
 it). Each method thus has its own heap (set as `heap` says), as in a training process that
 runs it alone: in one shared process the big temporaries of one method raise glibc's mmap
-threshold for the others and change their page faults and time. Per step: wall seconds, process CPU seconds
-(user + system, page faults included; time spent waiting for a core while other jobs run
-counts in wall time only) and minor page faults.
+threshold for the others and change their page faults and time. Per step: wall seconds,
+process CPU seconds (user + system, page faults included; time spent waiting for a core
+while other jobs run counts in wall time only) and minor page faults.
 
 `_serve` runs in the child processes: it stays a module-level function.
 """
