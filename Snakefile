@@ -24,6 +24,7 @@ include: "rules/evaluate.smk"
 include: "rules/dprandp.smk"
 include: "rules/dp_transfer.smk"
 include: "rules/tables.smk"
+include: "rules/budget.smk"
 include: "rules/figures.smk"
 include: "rules/bundle.smk"
 
