@@ -39,7 +39,8 @@ def one_run_bound(run) -> float:
 def test_scores_have_the_promised_law():
     """Each inclusion shifts a score by 1 (C / (q n) in the gradient); the noise is sigma."""
     run = audit_run(MECHANISM, CANARIES, WIDTH)  # a fresh secret key
-    inside, outside = run.scores[run.included], run.scores[~run.included]
+    summed = run.observations.sum(axis=0)
+    inside, outside = summed[run.included], summed[~run.included]
     assert abs(run.included.mean() - 0.5) < 0.01
     assert inside.mean() - outside.mean() == pytest.approx(1.0, abs=5 * run.noise_multiplier / 140)
     assert outside.std() == pytest.approx(run.noise_multiplier, rel=0.02)
@@ -124,7 +125,7 @@ def test_noise_on_every_rank_is_caught(monkeypatch):
         )
 
     run = audit_run(MECHANISM, CANARIES, WIDTH, randomness=SEEDED, make_step=noise_on_every_rank, world=2)
-    assert run.scores[~run.included].std() == pytest.approx(run.noise_multiplier / 2**0.5, rel=0.03)
+    assert run.observations[0, ~run.included].std() == pytest.approx(run.noise_multiplier / 2**0.5, rel=0.03)
     bound = gdp_epsilon(run.scores[run.included], run.scores[~run.included], MECHANISM.delta)
     print(f"noise on every rank: claimed {run.epsilon_spent:.2f}, audit {bound:.2f}")
     assert bound > run.epsilon_spent
@@ -200,6 +201,13 @@ def test_the_command_line_audits_a_mechanism_and_refuses_bad_input_in_one_line(t
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["mechanism"] == "mehta_head" and record["claimed_epsilon"] == pytest.approx(2.0, rel=1e-6)
+    # each column's power beside it: 2,000 canaries and 50 + 50 guesses reach 3.49 at most
+    assert record["one_run_white_box_power"] == pytest.approx(3.4875, abs=1e-4)
+    assert record["tight_white_box_power"] > record["one_run_white_box_power"]
+    text = run_dpvip(*base, "--epsilon", "8", "--steps", "1", "--canaries", "200", "--width", "10", "--runs", "1")
+    assert text.returncode == 0, text.stderr
+    assert "(power 3.49, cannot refute the claim)" in text.stdout, text.stdout  # one-run, at a claim of 8
+    assert "white-box estimate (Gaussian trade-off, not a bound)" in text.stdout
     for extra, message in [
         (["--epsilon", "-1", "--steps", "1"], "epsilon -1.0 must be positive"),
         (["--epsilon", "2", "--steps", "1", "--canaries", "7"], "canaries 7 must be an even number"),

@@ -1,6 +1,11 @@
-"""The empirical audit's table and figure."""
+"""The empirical audit's table and figure: each column's power beside it, the columns that
+cannot refute the claim named, the Gaussian trade-off labelled an estimate and kept out of
+"audit / claimed"."""
 
+from dpvip.privacy.auditing import audit_summary
 from dpvip.report.privacy_empirical import BOUNDS, empirical_figure, empirical_table
+
+ESTIMATE = "epsilon white-box estimate (Gaussian trade-off, not a bound)"
 
 
 def record(mechanism: str, claimed: float, one_run: float, tight: float, black_box: float = 0.1) -> dict:
@@ -16,7 +21,11 @@ def record(mechanism: str, claimed: float, one_run: float, tight: float, black_b
         "one_run_white_box": one_run,
         "one_run_black_box": black_box,
         "tight_white_box": tight,
-        "gdp_white_box": tight + 0.2,
+        "gdp_white_box": tight + 5.0,
+        "one_run_white_box_power": 3.2,
+        "one_run_black_box_power": 2.5,
+        "tight_white_box_power": 9.0,
+        "gdp_white_box_power": 20.0,
         "canaries": 20000,
         "black_box_canaries": 700,
         "runs": 4,
@@ -25,23 +34,37 @@ def record(mechanism: str, claimed: float, one_run: float, tight: float, black_b
     }
 
 
-def test_the_table_sets_each_bound_beside_its_claim():
+def test_the_table_sets_each_bound_and_its_power_beside_its_claim():
     rows = [record("mehta_head", 2.0, 1.2, 0.7), record("dp_mae", 8.0, 0.0, 1.5, black_box=2.0)]
     frame, title, notes = empirical_table(rows)
     assert list(frame["mechanism"]) == ["mehta_head", "dp_mae"]
-    # the largest of the four bounds over the claim: one-run 1.2 / 2; black-box 2.0 / 8
+    # the largest valid bound over the claim (the estimate, 5.7 and 6.5, is left out): 1.2 / 2; 2.0 / 8
     assert list(frame["audit / claimed"]) == [0.6, 2.0 / 8.0]
-    assert list(frame["epsilon one-run black-box"]) == [0.1, 2.0] and len(BOUNDS) == 4
+    assert list(frame["epsilon one-run black-box"]) == [0.1, 2.0] and len(BOUNDS) == 3
+    assert list(frame[ESTIMATE]) == [5.7, 6.5]
+    columns = list(frame.columns)
+    assert columns.index("power one-run white-box") == columns.index("epsilon one-run white-box") + 1
+    assert list(frame["power tight white-box"]) == [9.0, 9.0]
+    # claim 2: every column can refute it but the black-box (2.5 >= 2 too): none; claim 8: both one-run
+    assert list(frame["cannot refute the claim"]) == ["none", "one-run white-box; one-run black-box"]
     assert any("black-box: input canaries" in note for note in notes) and "Empirical privacy audit" in title
+    assert any("not a bound" in note and "audit / claimed uses the valid bounds only" in note for note in notes)
 
 
-def test_the_figure_draws_the_claim_and_every_bound():
+def test_the_summary_line_gives_each_power_and_marks_what_cannot_refute():
+    line = audit_summary(record("dp_mae", 8.0, 0.5, 1.5))
+    assert "one-run white-box 0.5 (power 3.2, cannot refute the claim)" in line
+    assert "tight white-box 1.5 (power 9)" in line
+    assert "white-box estimate (Gaussian trade-off, not a bound) 6.5 (power 20)" in line
+
+
+def test_the_figure_draws_the_claim_and_every_bound_with_its_power():
     figure = empirical_figure([record("mehta_head", e, e / 2, e / 3) for e in (0.5, 1.0, 2.0)])
     labels = [line.get_label() for line in figure.axes[0].get_lines()]
-    assert labels == [
-        "claimed (the accountant)",
+    columns = [
         "one-run white-box",
-        "tight white-box",
-        "tight white-box, Gaussian trade-off",
         "one-run black-box",
+        "tight white-box",
+        "white-box estimate (Gaussian trade-off, not a bound)",
     ]
+    assert labels == ["claimed (the accountant)", *[x for c in columns for x in (c, f"{c}, power")]]

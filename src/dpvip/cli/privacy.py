@@ -59,7 +59,7 @@ def cmd_audit_empirical(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from dpvip.privacy.auditing import AuditSettings
+    from dpvip.privacy.auditing import AuditSettings, audit_summary
     from dpvip.privacy.canaries import AuditMechanism, audit_mechanism, mechanism_from_ledger
 
     settings = AuditSettings(
@@ -86,14 +86,7 @@ def cmd_audit_empirical(args: argparse.Namespace) -> int:
         from dpvip.files import write_json
 
         write_json(record, args.out)
-    print_record(
-        record,
-        args.json,
-        f"{mechanism.name}: claimed epsilon {record['claimed_epsilon']:.4g} at delta {mechanism.delta:g}; "
-        f"audit lower bounds at {settings.confidence:.0%}: one-run white-box {record['one_run_white_box']:.3g}, "
-        f"one-run black-box {record['one_run_black_box']:.3g}, tight white-box {record['tight_white_box']:.3g}, "
-        f"tight white-box (Gaussian trade-off) {record['gdp_white_box']:.3g}",
-    )
+    print_record(record, args.json, audit_summary(record))
     return 0
 
 
@@ -127,7 +120,9 @@ def add_commands(commands) -> None:
         help="lower-bound a DP mechanism's epsilon with white-box gradient canaries",
         description="Runs the mechanism (from a run's ledger, or given) through the DP step with "
         "canaries, each in the training set with probability 1/2, and prints the one-run "
-        "(Steinke et al.) and tight (Nasr et al.) lower bounds beside the claimed epsilon.",
+        "(Steinke et al.) and tight (Nasr et al.) lower bounds beside the claimed epsilon, each with its "
+        "power (the largest value it could report; below the claim: it cannot refute the claim), and "
+        "the Gaussian trade-off estimate (not a bound for a subsampled mechanism).",
     )
     audit.add_argument("--mechanism", choices=AUDITED_MECHANISMS, required=True)
     audit.add_argument("--ledger", help="a run's privacy.json or result file: audit its mechanism")

@@ -104,16 +104,26 @@ def one_run_bound(
     return guesses, one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, delta, confidence)
 
 
-def clopper_pearson_upper(failures: int, trials: int, level: float) -> float:
-    """One-sided upper confidence bound at 1 - level on a rate seen `failures` of `trials`."""
+def clopper_pearson_upper(failures, trials: int, level: float):
+    """One-sided upper confidence bound at 1 - level on a rate seen `failures` of `trials`
+    (`failures` a count or an array of counts)."""
     from scipy import stats
 
-    return 1.0 if failures >= trials else float(stats.beta.ppf(1 - level, failures + 1, trials - failures))
+    failures = np.asarray(failures)
+    upper = np.where(failures >= trials, 1.0, stats.beta.ppf(1 - level, failures + 1, np.maximum(trials - failures, 1)))
+    return float(upper) if upper.ndim == 0 else upper
 
 
-def _epsilon_at(fpr: float, fnr: float, delta: float) -> float:
-    both = [(fpr, fnr), (fnr, fpr)]
-    return max(math.log(max(1 - delta - b, 1e-300) / a) if a > 0 else MAX_EPSILON for a, b in both)
+def _epsilon_at(fpr, fnr, delta: float):
+    """log((1 - delta - FNR) / FPR), or with the rates swapped, whichever is larger (arrays too)."""
+    fpr, fnr = np.asarray(fpr, dtype=float), np.asarray(fnr, dtype=float)
+    with np.errstate(divide="ignore"):
+        both = [
+            np.where(a > 0, np.log(np.maximum(1 - delta - b, 1e-300) / np.maximum(a, 1e-300)), MAX_EPSILON)
+            for a, b in ((fpr, fnr), (fnr, fpr))
+        ]
+    best = np.maximum(*both)
+    return float(best) if best.ndim == 0 else best
 
 
 def _halves(scores_in, scores_out):
@@ -126,29 +136,60 @@ def _halves(scores_in, scores_out):
     return scores_in[:half_in], scores_in[half_in:], scores_out[:half_out], scores_out[half_out:]
 
 
-def _upper_rates(threshold: float, inside: np.ndarray, outside: np.ndarray, level: float) -> tuple[float, float]:
-    """Clopper-Pearson upper bounds on (FPR, FNR) of guessing "in" above `threshold`."""
-    fpr = clopper_pearson_upper(int((outside > threshold).sum()), len(outside), level)
-    fnr = clopper_pearson_upper(int((inside <= threshold).sum()), len(inside), level)
-    return fpr, fnr
+def _upper_rates(threshold, inside: np.ndarray, outside: np.ndarray, level: float):
+    """Clopper-Pearson upper bounds on (FPR, FNR) of guessing "in" above `threshold` (a number
+    or an array of them)."""
+    false_in = len(outside) - np.searchsorted(np.sort(outside), threshold, side="right")
+    false_out = np.searchsorted(np.sort(inside), threshold, side="right")
+    return clopper_pearson_upper(false_in, len(outside), level), clopper_pearson_upper(false_out, len(inside), level)
 
 
 def tight_epsilon(scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float = 0.95) -> float:
-    """epsilon refuted at `confidence` by scores of trials with (in) and without (out) the canary."""
+    """epsilon refuted at `confidence` by scores of trials with (in) and without (out) the canary.
+
+    The threshold is the one whose Clopper-Pearson bound is largest on the choosing half (the
+    bound the other half will be read with): a point estimate there prefers thresholds with
+    0-1 errors in a far tail, which the bounding half rarely repeats (then the bound is 0)."""
     _check_confidence(confidence)
     choose_in, bound_in, choose_out, bound_out = _halves(scores_in, scores_out)
+    level = (1 - confidence) / 2  # two rates, each bounded at half the risk
     # candidate thresholds: the tails of the pooled choosing half, from the median outwards
     tails = np.geomspace(0.5, 2.0 / len(choose_out), 200)
     pooled = np.concatenate([choose_in, choose_out])
     candidates = np.unique(np.quantile(pooled, np.concatenate([tails, 1 - tails])))
-
-    def observed(threshold: float, inside: np.ndarray, outside: np.ndarray) -> float:
-        fpr, fnr = (outside > threshold).mean(), (inside <= threshold).mean()
-        return _epsilon_at(max(fpr, 0.5 / len(outside)), max(fnr, 0.5 / len(inside)), delta)
-
-    threshold = max(candidates, key=lambda t: observed(t, choose_in, choose_out))
-    level = (1 - confidence) / 2  # two rates, each bounded at half the risk
+    chosen = _epsilon_at(*_upper_rates(candidates, choose_in, choose_out, level), delta)
+    threshold = candidates[int(np.argmax(chosen))]
     return max(0.0, _epsilon_at(*_upper_rates(threshold, bound_in, bound_out, level), delta))
+
+
+def _perfect_rates(trials_in: int, trials_out: int, confidence: float) -> tuple[float, float]:
+    """The Clopper-Pearson upper bounds on (FPR, FNR) of a threshold that makes no error on the
+    bounding halves of `trials_in` and `trials_out` trials: the smallest the audit can see."""
+    level = (1 - confidence) / 2
+    return (
+        clopper_pearson_upper(0, trials_out - trials_out // 2, level),
+        clopper_pearson_upper(0, trials_in - trials_in // 2, level),
+    )
+
+
+def one_run_power(canaries: int, guesses: int, delta: float, confidence: float = 0.95) -> float:
+    """The largest epsilon the one-run audit can report: every one of its guesses right."""
+    return one_run_epsilon(canaries, guesses, guesses, delta, confidence)
+
+
+def tight_power(trials_in: int, trials_out: int, delta: float, confidence: float = 0.95) -> float:
+    """The largest epsilon `tight_epsilon` can report on these trials: no error on either half."""
+    _check_confidence(confidence)
+    return max(0.0, _epsilon_at(*_perfect_rates(trials_in, trials_out, confidence), delta))
+
+
+def gdp_power(trials_in: int, trials_out: int, delta: float, confidence: float = 0.95) -> float:
+    """The largest epsilon `gdp_epsilon` can report on these trials: no error on either half."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    fpr, fnr = _perfect_rates(trials_in, trials_out, confidence)
+    return min(gaussian_epsilon(float(stats.norm.isf(fpr) - stats.norm.ppf(fnr)), delta), MAX_EPSILON)
 
 
 def gdp_mu(scores_in: np.ndarray, scores_out: np.ndarray, confidence: float = 0.95) -> float:
@@ -172,6 +213,39 @@ def gdp_epsilon(scores_in: np.ndarray, scores_out: np.ndarray, delta: float, con
     """epsilon at delta of the Gaussian trade-off that the trials refute (see `gdp_mu`)."""
     mu = gdp_mu(scores_in, scores_out, confidence)
     return min(gaussian_epsilon(mu, delta), MAX_EPSILON) if mu > 0 else 0.0
+
+
+# An audit record's columns (`canaries.audit_mechanism`): valid lower bounds whatever the
+# mechanism's trade-off, and the estimate that assumes it is Gaussian. Each has its power
+# (`<key>_power`): the largest value it can report with the audit's canaries, guesses, runs,
+# delta and confidence. A column whose power is below the claim cannot refute it.
+VALID_BOUNDS = {
+    "one_run_white_box": "one-run white-box",
+    "one_run_black_box": "one-run black-box",
+    "tight_white_box": "tight white-box",
+}
+ESTIMATES = {"gdp_white_box": "white-box estimate (Gaussian trade-off, not a bound)"}
+AUDIT_COLUMNS = VALID_BOUNDS | ESTIMATES
+CANNOT_REFUTE = "cannot refute the claim"
+
+
+def cannot_refute(record: dict) -> list[str]:
+    """The labels of `record`'s columns whose power is below its claimed epsilon."""
+    return [label for key, label in AUDIT_COLUMNS.items() if record[f"{key}_power"] < record["claimed_epsilon"]]
+
+
+def audit_summary(record: dict) -> str:
+    """One line: the claim, then each column's value and power, marked where it cannot refute."""
+    parts = []
+    for key, label in AUDIT_COLUMNS.items():
+        power = record[f"{key}_power"]
+        mark = f", {CANNOT_REFUTE}" if power < record["claimed_epsilon"] else ""
+        parts.append(f"{label} {record[key]:.3g} (power {power:.3g}{mark})")
+    return (
+        f"{record['mechanism']}: claimed epsilon {record['claimed_epsilon']:.4g} at delta {record['delta']:g}; "
+        f"audit lower bounds at {record['confidence']:.0%}: {'; '.join(parts[: len(VALID_BOUNDS)])}; "
+        f"{'; '.join(parts[len(VALID_BOUNDS) :])}"
+    )
 
 
 @dataclass(frozen=True)

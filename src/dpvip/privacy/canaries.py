@@ -6,9 +6,13 @@ an example whose loss is s * y[layer_j, out_j] for the one-hot input e_(in_j) of
 its gradient is s on one weight, (layer_j, out_j, in_j), and zero elsewhere, so it passes the
 real clipper (C caps it; a layer left unclipped lets s through), the real Poisson sampling,
 the real noise and the real ledger. Canaries sit on distinct weights, so every weight's
-coordinate of the privatized gradient sees exactly one canary (or none): an attacker scores
-canary j by the sum over steps of that coordinate, in units of C / (q n), the shift one
-inclusion makes. Each canary is in the training set with probability 1/2 (Steinke et al.'s
+coordinate of the privatized gradient sees exactly one canary (or none). The attacker reads
+canary j's coordinate at every step, y_t in units of C / (q n) (the shift one inclusion
+makes), and scores it by the log likelihood ratio of "member" (y_t = Bernoulli(q) + sigma z)
+against "not" (y_t = sigma z) over its T steps (`likelihood_ratio_scores`), as Nasr et al.
+(2023) audit DP-SGD with Dirac gradient canaries: for a Poisson-subsampled run it sees the
+steps a canary was drawn in, which a summed score dilutes over all T; for a full-batch run it
+is the sum, shifted and scaled. Each canary is in the training set with probability 1/2 (Steinke et al.'s
 one-run audit); the same scores, split by membership, are the trials of a tight audit (all
 canaries are alike, their coordinates' noise independent).
 
@@ -35,8 +39,11 @@ from dpvip.privacy.auditing import (
     AuditSettings,
     check_canaries,
     gdp_epsilon,
+    gdp_power,
     one_run_bound,
+    one_run_power,
     tight_epsilon,
+    tight_power,
 )
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.input_canaries import black_box_run
@@ -90,25 +97,37 @@ class CanaryModel(nn.Module):
 
 
 class _Recorder(torch.optim.Optimizer):
-    """An optimizer that sums the privatized gradients over steps (all the white-box scores
-    need) and leaves the weights alone (a Linear layer's gradient of a linear loss does not
-    depend on them)."""
+    """An optimizer that records each step's privatized gradient at the canaries' weights (all
+    the white-box scores need) and leaves the weights alone (a Linear layer's gradient of a
+    linear loss does not depend on them)."""
 
-    def __init__(self, params):
+    def __init__(self, params, coordinates: np.ndarray, width: int):
         super().__init__(params, {})
-        self.total = [torch.zeros_like(p) for group in self.param_groups for p in group["params"]]
+        self.index = torch.as_tensor(np.ravel_multi_index(tuple(coordinates.T), (2, width, width)))
+        self.steps: list[torch.Tensor] = []
 
     def step(self, closure=None):
-        for total, p in zip(self.total, (p for group in self.param_groups for p in group["params"])):
-            total += p.grad
+        grads = [p.grad.reshape(-1) for group in self.param_groups for p in group["params"]]
+        self.steps.append(torch.cat(grads)[self.index].double())
 
 
 @dataclass
 class CanaryRun:
-    scores: np.ndarray  # (m,), in units of one inclusion's shift
+    observations: np.ndarray  # (T, m): each step's coordinate, in units of one inclusion's shift
+    scores: np.ndarray  # (m,): their log likelihood ratio, higher = more likely a member
     included: np.ndarray  # (m,) bool
     epsilon_spent: float
     noise_multiplier: float
+
+
+def likelihood_ratio_scores(observations: np.ndarray, sample_rate: float, noise_multiplier: float) -> np.ndarray:
+    """sum_t log[(1 - q) N(y_t; 0, sigma^2) + q N(y_t; 1, sigma^2)] - log N(y_t; 0, sigma^2) for
+    each column of `observations` (T, m): the most powerful test of one canary's inclusion
+    from its T steps (Neyman-Pearson) when the run is what it claims."""
+    shifted = (np.asarray(observations, dtype=float) - 0.5) / noise_multiplier**2
+    if sample_rate >= 1:
+        return shifted.sum(axis=0)
+    return np.logaddexp(np.log1p(-sample_rate), np.log(sample_rate) + shifted).sum(axis=0)
 
 
 def canary_coordinates(count: int, width: int, rng: np.random.Generator) -> np.ndarray:
@@ -150,7 +169,20 @@ def audit_run(
         ledger = mechanism.ledger(len(members))
         reduce = _ThreadSum(world)
         ranks = [
-            _Rank(mechanism, ledger, members, width, scale, micro_batch, randomness, make_step, rank, world, reduce)
+            _Rank(
+                mechanism,
+                ledger,
+                coordinates,
+                included,
+                width,
+                scale,
+                micro_batch,
+                randomness,
+                make_step,
+                rank,
+                world,
+                reduce,
+            )
             for rank in range(world)
         ]
         if world == 1:
@@ -164,11 +196,10 @@ def audit_run(
         errors = [rank.error for rank in ranks if rank.error is not None]
         if errors:  # the first real failure, not a rank's broken wait for it
             raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
-    total = torch.stack(ranks[0].recorder.total)  # (layer, out, in), summed over steps
     shift = mechanism.clip_norm / (mechanism.sample_rate * len(members))  # one inclusion, clipped
-    layer, out, inp = (torch.as_tensor(axis) for axis in coordinates.T)
-    scores = total[layer, out, inp].double().numpy() / shift
-    return CanaryRun(scores, included, ranks[0].spent, ledger.noise_multiplier)
+    observations = torch.stack(ranks[0].recorder.steps).numpy() / shift
+    scores = likelihood_ratio_scores(observations, mechanism.sample_rate, ledger.noise_multiplier)
+    return CanaryRun(observations, scores, included, ranks[0].spent, ledger.noise_multiplier)
 
 
 class _ThreadSum:
@@ -192,19 +223,31 @@ class _Rank:
     """One rank of an audit run: its model copy, clipper, recorder and DP step."""
 
     def __init__(
-        self, mechanism, ledger, members, width, scale, micro_batch, randomness, make_step, rank, world, reduce
+        self,
+        mechanism,
+        ledger,
+        coordinates,
+        included,
+        width,
+        scale,
+        micro_batch,
+        randomness,
+        make_step,
+        rank,
+        world,
+        reduce,
     ):
-        self.mechanism, self.members, self.width = mechanism, members, width
+        self.mechanism, self.members, self.width = mechanism, coordinates[included], width
         self.strength, self.micro_batch = scale * mechanism.clip_norm, micro_batch
         self.model = CanaryModel(width)
         self.clipper = ClippedGradientSum(self.model, mechanism.clip_norm)
-        self.recorder = _Recorder(self.clipper.params)
+        self.recorder = _Recorder(self.clipper.params, coordinates, width)
         # n is the canaries drawn in: an audit may hold more than 1/delta of them
         self.dp_step = make_step(
             self.clipper,
             self.recorder,
             ledger,
-            len(members),
+            len(self.members),
             randomness,
             rank=rank,
             world=world,
@@ -281,6 +324,14 @@ def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
     outside = np.concatenate([run.scores[~run.included] for run in runs])
     tight = tight_epsilon(inside, outside, mechanism.delta, settings.confidence)
     gdp = gdp_epsilon(inside, outside, mechanism.delta, settings.confidence)
+    power = {  # the largest bound each column can report: every guess right, no error
+        "one_run_white_box": one_run_power(settings.canaries, guesses.guesses, mechanism.delta, settings.confidence),
+        "one_run_black_box": one_run_power(
+            settings.black_box_canaries, black_guesses.guesses, mechanism.delta, settings.confidence
+        ),
+        "tight_white_box": tight_power(len(inside), len(outside), mechanism.delta, settings.confidence),
+        "gdp_white_box": gdp_power(len(inside), len(outside), mechanism.delta, settings.confidence),
+    }
     return {
         "mechanism": mechanism.name,
         "accountant": mechanism.accountant,
@@ -293,7 +344,8 @@ def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
         "one_run_white_box": one_run,
         "one_run_black_box": one_run_black,
         "tight_white_box": tight,
-        "gdp_white_box": gdp,
+        "gdp_white_box": gdp,  # an estimate: a bound only if the trade-off is Gaussian
+        **{f"{column}_power": reach for column, reach in power.items()},
         "canaries": settings.canaries,
         "guesses": guesses.guesses,
         "correct": guesses.correct,
