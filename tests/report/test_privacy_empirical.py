@@ -27,6 +27,7 @@ def record(mechanism: str, claimed: float, one_run: float, tight: float, black_b
         "tight_white_box_power": 9.0,
         "gdp_white_box_power": 20.0,
         "canaries": 20000,
+        "canary_norm": 10.0,
         "black_box_canaries": 700,
         "runs": 4,
         "trials": 80000,

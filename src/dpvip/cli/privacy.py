@@ -63,7 +63,14 @@ def cmd_audit_empirical(args: argparse.Namespace) -> int:
     from dpvip.privacy.canaries import AuditMechanism, audit_mechanism, mechanism_from_ledger
 
     settings = AuditSettings(
-        args.canaries, args.width, args.guesses, args.runs, args.confidence, args.black_box_canaries
+        args.canaries,
+        args.width,
+        args.guesses,
+        args.runs,
+        args.subsampled_runs,
+        args.confidence,
+        args.black_box_canaries,
+        args.canary_norm,
     )
     settings.check()  # before any accounting or training
     if args.ledger:
@@ -140,10 +147,16 @@ def add_commands(commands) -> None:
     audit.add_argument(
         "--guesses", type=int, default=defaults.guesses, help="the k highest and k lowest scores guessed"
     )
-    audit.add_argument("--runs", type=int, default=defaults.runs, help="runs pooled by the tight audit")
+    audit.add_argument("--runs", type=int, default=defaults.runs, help="runs the tight audit pools (q = 1)")
+    audit.add_argument(
+        "--subsampled-runs", type=int, default=defaults.subsampled_runs, help="runs the tight audit pools (q < 1)"
+    )
     audit.add_argument("--confidence", type=float, default=0.95)
     audit.add_argument(
         "--black-box-canaries", type=int, default=defaults.black_box_canaries, help="input canaries (<= 768)"
+    )
+    audit.add_argument(
+        "--canary-norm", type=float, default=defaults.canary_norm, help="canaries' pre-clip norm, in units of C"
     )
     audit.add_argument("--out", help="also write the record to this JSON file")
     audit.add_argument("--json", action="store_true", help="print one JSON object")

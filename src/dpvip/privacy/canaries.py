@@ -308,20 +308,32 @@ def mechanism_from_ledger(name: str, result: dict) -> AuditMechanism:
     )
 
 
-def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
-    """The empirical lower bounds on `mechanism`'s epsilon beside the epsilon it claims."""
+def audit_mechanism(
+    mechanism: AuditMechanism, settings: AuditSettings, make_step: Callable[..., DPStep] = DPStep, world: int = 1
+) -> dict:
+    """The empirical lower bounds on `mechanism`'s epsilon beside the epsilon it claims, each
+    with its power. `make_step` and `world` reach the white-box runs (tests inject bugs)."""
     settings.check()
-    runs = [audit_run(mechanism, settings.canaries, settings.width) for _ in range(settings.runs)]
-    first = runs[0]
+
+    def white_box_run() -> CanaryRun:
+        return audit_run(
+            mechanism, settings.canaries, settings.width, settings.canary_norm, make_step=make_step, world=world
+        )
+
+    first = white_box_run()
     guesses, one_run = one_run_bound(
         first.scores, first.included, settings.guesses, mechanism.delta, settings.confidence
     )
+    runs = [(first.scores, first.included)]  # scores only: a run's observations are T x m
+    for _ in range(settings.runs_for(mechanism.sample_rate) - 1):
+        run = white_box_run()
+        runs.append((run.scores, run.included))
     black_box = black_box_run(mechanism, settings.black_box_canaries)
     black_guesses, one_run_black = one_run_bound(
         black_box.scores, black_box.included, settings.guesses, mechanism.delta, settings.confidence
     )
-    inside = np.concatenate([run.scores[run.included] for run in runs])
-    outside = np.concatenate([run.scores[~run.included] for run in runs])
+    inside = np.concatenate([scores[included] for scores, included in runs])
+    outside = np.concatenate([scores[~included] for scores, included in runs])
     tight = tight_epsilon(inside, outside, mechanism.delta, settings.confidence)
     gdp = gdp_epsilon(inside, outside, mechanism.delta, settings.confidence)
     power = {  # the largest bound each column can report: every guess right, no error
@@ -347,11 +359,12 @@ def audit_mechanism(mechanism: AuditMechanism, settings: AuditSettings) -> dict:
         "gdp_white_box": gdp,  # an estimate: a bound only if the trade-off is Gaussian
         **{f"{column}_power": reach for column, reach in power.items()},
         "canaries": settings.canaries,
+        "canary_norm": settings.canary_norm,
         "guesses": guesses.guesses,
         "correct": guesses.correct,
         "black_box_canaries": settings.black_box_canaries,
         "black_box_correct": black_guesses.correct,
-        "runs": settings.runs,
+        "runs": len(runs),
         "trials": len(inside) + len(outside),
         "confidence": settings.confidence,
     }

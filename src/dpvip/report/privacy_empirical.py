@@ -19,6 +19,7 @@ COLUMNS = {
     "clip_norm": "C",
     **{key: f"epsilon {label}" for key, label in AUDIT_COLUMNS.items()},
     "canaries": "canaries",
+    "canary_norm": "canary norm / C",
     "black_box_canaries": "black-box canaries",
     "runs": "runs",
     "trials": "tight trials",
@@ -46,8 +47,9 @@ def empirical_table(records: list[dict]) -> tuple[pd.DataFrame, str, list[str]]:
     # valid bounds only: the estimate is no evidence against a subsampled mechanism's claim
     frame["audit / claimed"] = frame[BOUNDS].max(axis=1) / frame["claimed epsilon"]
     notes = [
-        "Lower bounds on epsilon at the stated confidence from white-box gradient canaries of pre-clip norm C "
-        "passed through each mechanism's own DP step (clipper, Poisson sampling, noise, ledger), with the "
+        "Lower bounds on epsilon at the stated confidence from white-box gradient canaries (pre-clip norm: "
+        "canary norm x C, so the clipper is audited too) passed through each mechanism's own DP step "
+        "(clipper, Poisson sampling, noise, ledger), with the "
         "mechanism's q, sigma, T, C and delta read from one of its runs; the attacker sees every update. "
         "A correct implementation stays at or below the claimed epsilon; a bound above it is a bug.",
         "power <column>: the largest value the column can report with its canaries, guesses, runs, delta and "
