@@ -35,6 +35,15 @@ def slurm_cluster(tmp_path_factory):
     cluster.stop()
 
 
+@pytest.fixture(autouse=True)
+def key_store(tmp_path_factory, monkeypatch) -> Path:
+    """Every test's run keys in a key store of its own (`DPVIP_KEY_DIR`), never the checkout's
+    `.dpvip/keys`; a workflow run sets its own from `privacy.key_dir`."""
+    store = tmp_path_factory.mktemp("keys") / "store"
+    monkeypatch.setenv("DPVIP_KEY_DIR", str(store))
+    return store
+
+
 @pytest.fixture
 def torch_one_thread():
     """Run a test on one torch thread (two spin-wait when another process holds a core)."""
@@ -171,10 +180,10 @@ def shard_hashes(workdir: Path) -> dict[str, str]:
 
 
 def secret_keys(workdir: Path) -> list[Path]:
-    """Every DP run's secret key under the working folder's results/."""
-    from dpvip.privacy.randomness import KEY_FILE
+    """Every DP run's secret key in the working folder's key store (the default one)."""
+    from dpvip.privacy.randomness import DEFAULT_KEY_DIR, KEY_SUFFIX
 
-    return sorted((workdir / "results").rglob(KEY_FILE))
+    return sorted((workdir / DEFAULT_KEY_DIR).rglob(f"*{KEY_SUFFIX}"))
 
 
 def copy_secret_keys(source: Path, target: Path) -> int:

@@ -27,7 +27,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import accounting, gaussian
 from dpvip.privacy.clipping import CLIP_EPSILON, ClippedGradientSum
 from dpvip.privacy.ledger import BudgetExceeded, PrivacyLedger
-from dpvip.privacy.noise import gaussian_noise, noise_generator
+from dpvip.privacy.noise import gaussian_noise, noise_stream
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches, example_seed
 from dpvip.privacy.step import DPStep
@@ -66,7 +66,7 @@ def naive_gradient(
         for part, g in zip(total, grads):
             part += factor * g.double()
     sizes = [p.numel() for p in params]
-    xi = gaussian_noise((sum(sizes),), 1.0, noise_generator(randomness, step, CPU))
+    xi = gaussian_noise((sum(sizes),), 1.0, noise_stream(randomness, step, CPU))
     noise = [part.view_as(p) for part, p in zip(xi.split(sizes), params)]
     return [(part + sigma * clip_norm * n.double()) / expected_batch for part, n in zip(total, noise)]
 
