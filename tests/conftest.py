@@ -35,13 +35,33 @@ def slurm_cluster(tmp_path_factory):
     cluster.stop()
 
 
-@pytest.fixture(autouse=True)
-def key_store(tmp_path_factory, monkeypatch) -> Path:
-    """Every test's run keys in a key store of its own (`DPVIP_KEY_DIR`), never the checkout's
-    `.dpvip/keys`; a workflow run sets its own from `privacy.key_dir`."""
+@pytest.fixture(scope="session", autouse=True)
+def key_store(tmp_path_factory) -> Path:
+    """The tests' run keys in a key store of the session's (`DPVIP_KEY_DIR`), never the
+    checkout's `.dpvip/keys` (a workflow run sets its own from `privacy.key_dir`). Keys are
+    named by their runs' folders, which are each test's own."""
     store = tmp_path_factory.mktemp("keys") / "store"
-    monkeypatch.setenv("DPVIP_KEY_DIR", str(store))
-    return store
+    patch = pytest.MonkeyPatch()  # not a test's monkeypatch: a test's undo() keeps it
+    patch.setenv("DPVIP_KEY_DIR", str(store))
+    yield store
+    patch.undo()
+
+
+@pytest.fixture
+def keep_keys(monkeypatch):
+    """Keys kept once their runs end (privacy.keep_keys): a test gives one run's key to another."""
+    monkeypatch.setenv("DPVIP_KEEP_KEYS", "true")
+
+
+def share_key(source_work: Path, target_work: Path) -> None:
+    """Give the run of private work folder `target_work` the secret key of `source_work`'s run
+    (the same noise and batches: what a comparison of two secret runs needs)."""
+    import shutil
+
+    from dpvip.privacy.randomness import key_path
+
+    key_path(target_work).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(key_path(source_work), key_path(target_work))
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import write_synthetic_index
-from dpvip.privacy.randomness import KEY_SUFFIX
+from dpvip.privacy.randomness import KEY_SUFFIX, key_path
 
 pytestmark = [pytest.mark.usefixtures("torch_one_thread"), pytest.mark.slow]
 
@@ -27,8 +27,14 @@ def kept_keys(request, monkeypatch):
         monkeypatch.setenv("DPVIP_KEEP_KEYS", "true")
 
 
+def keys_of(folder: Path) -> list[Path]:
+    """The keys of the runs under `folder`, in the key store (which mirrors run folders)."""
+    return sorted(key_path(folder / "run").parent.rglob(f"*{KEY_SUFFIX}"))
+
+
 def assert_key_stays_private(folder: Path, key_store: Path, runs: int = 1) -> None:
-    keys = sorted(key_store.rglob(f"*{KEY_SUFFIX}"))
+    keys = keys_of(folder)
+    assert keys and all(key.is_relative_to(key_store) for key in keys)
     assert len(keys) == runs, keys
     assert not list(folder.rglob(f"*{KEY_SUFFIX}")), "no key in the folder the run writes"
     written = [p for p in folder.rglob("*") if p.is_file()]
@@ -144,7 +150,7 @@ def test_keys_are_deleted_when_runs_end(tmp_path, key_store):
     values = {"image_size": 32, "patch_size": 4, "steps": 2, "batch_size": 8, "micro_batch": 8, "checkpoint_every": 1}
     settings = DPPretrainSettings.from_config(values, "pico")
     first = dp_train_mae(settings, index, tmp_path / "run", progress=False)
-    assert not list(key_store.rglob(f"*{KEY_SUFFIX}")) and not (tmp_path / "run" / "work" / "state.pt").exists()
+    assert not keys_of(tmp_path) and not (tmp_path / "run" / "work" / "state.pt").exists()
     weights = torch.load(tmp_path / "run" / "model.pt", weights_only=False)["model"]
     again = dp_train_mae(settings, index, tmp_path / "run", progress=False)  # as `snakemake --forcerun` does
     assert again["steps"] == first["steps"] == 2

@@ -198,11 +198,11 @@ class PrivateTraining:
         if not self.state_path.is_file():
             return
         state = checkpoint.load(self.state_path)
+        if self._ledger:  # first: another mechanism is named as such, not as another key
+            self._ledger = self._ledger.resumed(state["privacy"], state["step"], str(self.state_path))
         difference = first_difference(state["fingerprint"], self.fingerprint())
         if difference:
             raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete it to start over")
-        if self._ledger:
-            self._ledger = self._ledger.resumed(state["privacy"], state["step"], str(self.state_path))
         self.network.load_state_dict(state["network"])
         self.ema.load_state_dict(state["ema"])
         if state["phase"]:
