@@ -259,6 +259,7 @@ def embedded_default(tmp_path_factory) -> EmbeddedRun:
 # The DP-MAE chain at its smallest: 256 shader images for (Syn)-ViP micro, 512 LAION-format
 # crops, and one DP run (no ablations) with a checkpoint every 2 steps.
 SMALL = """
+privacy: {keep_keys: true}  # runs compared with one key share it after the first has ended
 synthetic:
   datasets:
     shaders: {family: shaders, images: 256, resolution: 32, shard_size: 128, options: {programs: 16}}

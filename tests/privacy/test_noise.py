@@ -94,9 +94,7 @@ def test_all_reduce_comes_before_the_noise_which_is_added_once():
         seen.append(flat.clone())
         flat.mul_(2)
 
-    result = privatize(
-        sums, sigma, clip_norm, batch, noise_stream(RunRandomness.seeded(seed), step, CPU), all_reduce
-    )
+    result = privatize(sums, sigma, clip_norm, batch, noise_stream(RunRandomness.seeded(seed), step, CPU), all_reduce)
     # all_reduce saw exactly this rank's sums, flat and without noise.
     assert len(seen) == 1
     torch.testing.assert_close(seen[0], torch.cat([s.reshape(-1) for s in sums]))

@@ -128,7 +128,9 @@ def test_two_runs_of_one_config_differ_when_secret_and_agree_when_seeded(shaders
         return weights(tmp_path / name)
 
     assert max_difference(run("secret_a"), run("secret_b")) > 1e-4
-    assert key_path(tmp_path / "secret_a" / "work").read_bytes() != key_path(tmp_path / "secret_b" / "work").read_bytes()
+    assert (
+        key_path(tmp_path / "secret_a" / "work").read_bytes() != key_path(tmp_path / "secret_b" / "work").read_bytes()
+    )
     assert_identical(run("seeded_a", randomness="seeded"), run("seeded_b", randomness="seeded"))
     assert not key_path(tmp_path / "seeded_a" / "work").exists()
     ledger = record(tmp_path / "seeded_a")["privacy"]

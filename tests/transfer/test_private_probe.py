@@ -48,7 +48,10 @@ def test_private_mean_noise_has_the_calibrated_std():
     features = normalise(torch.randn(n, width, generator=torch.Generator().manual_seed(0)), norm)
     true = features.mean(0)
     errors = torch.stack(
-        [private_mean(features, norm, sigma, noise_stream(RunRandomness.seeded(seed), 0, torch.device("cpu"))) - true for seed in range(draws)]
+        [
+            private_mean(features, norm, sigma, noise_stream(RunRandomness.seeded(seed), 0, torch.device("cpu"))) - true
+            for seed in range(draws)
+        ]
     ).double()
     samples, std = errors.numel(), sigma * norm / n  # the mean's std: sigma C / n = 1
     # sum of squares / std^2 is chi-square with `samples` degrees of freedom

@@ -118,9 +118,7 @@ def _xor_normal_(out: torch.Tensor, first: torch.Generator, second: torch.Genera
     return out.copy_(normals)
 
 
-def noise_stream(
-    randomness: RunRandomness, step: int, device: torch.device, purpose: str = "noise"
-) -> NoiseStream:
+def noise_stream(randomness: RunRandomness, step: int, device: torch.device, purpose: str = "noise") -> NoiseStream:
     """The stream of `step`'s noise (or of another noisy release: `purpose`)."""
     return NoiseStream(randomness.material(purpose, step), torch.device(device))
 

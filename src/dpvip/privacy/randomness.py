@@ -49,7 +49,6 @@ import hashlib
 import hmac
 import json
 import os
-import re
 import secrets
 import stat
 import struct

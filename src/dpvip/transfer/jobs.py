@@ -193,7 +193,11 @@ def run_study(
                 path = run.features.path
                 if path not in opened:
                     opened[path] = open_cache(caches[path])  # checks every file's hash, once per job
-                fingerprint = {"run": run.record(), "features": digests[path], "examples": len(opened[path].train_labels)}
+                fingerprint = {
+                    "run": run.record(),
+                    "features": digests[path],
+                    "examples": len(opened[path].train_labels),
+                }
                 randomness = _randomness(run, work, fingerprint)
                 # the state belongs to the run's key: one left by a deleted key is refused
                 fingerprint |= {"key": randomness.identity()}

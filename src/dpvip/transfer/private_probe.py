@@ -158,9 +158,7 @@ def noisy_mean(
     return (total / examples).float()
 
 
-def private_mean(
-    features: torch.Tensor, feature_norm: float, sigma: float, noise: NoiseStream | None
-) -> torch.Tensor:
+def private_mean(features: torch.Tensor, feature_norm: float, sigma: float, noise: NoiseStream | None) -> torch.Tensor:
     """The rows' mean + N(0, (sigma * feature_norm / n)^2) per coordinate: the Gaussian
     mechanism on the sum of the rows, each first clipped to L2 norm `feature_norm`, divided
     by the public n. Clipped in float64 to a hair under `feature_norm` (rows the caller
