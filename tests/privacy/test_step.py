@@ -383,6 +383,20 @@ def test_a_clipper_with_another_norm_than_the_ledgers_is_refused():
     assert dp_step.ledger.steps_done == 0
 
 
+def test_a_step_number_that_is_not_the_ledgers_next_is_refused():
+    """A repeated number would draw the same Poisson batch and the same noise again (finding
+    7 of the privacy review): only the ledger's next step is taken."""
+    ledger = PrivacyLedger.calibrate("rdp", 0.2, 3, 2.0, 1e-5, 0.3)
+    model, dp_step = tiny_step(ledger)
+    dp_step(0, micro_batches(model, dp_step.batch(0)))
+    for repeated in (0, 2):
+        with pytest.raises(DpvipInputError, match=f"step {repeated} is not the ledger's next step 1"):
+            dp_step(repeated, micro_batches(model, dp_step.batch(repeated)))
+    assert dp_step.ledger.steps_done == 1
+    dp_step(1, micro_batches(model, dp_step.batch(1)))
+    assert dp_step.ledger.steps_done == 2
+
+
 def test_without_a_ledger_the_rate_and_steps_are_needed():
     with pytest.raises(DpvipInputError, match="sample rate and steps"):
         tiny_step(None)
