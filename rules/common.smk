@@ -19,9 +19,10 @@ except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 
 # Every DP job finds its run's secret key in the key store (outside results/) and deletes it
-# when the run is done unless privacy.keep_keys; jobs inherit these from the environment.
-os.environ["DPVIP_KEY_DIR"] = str(Path(config["privacy"]["key_dir"]).absolute())
-os.environ["DPVIP_KEEP_KEYS"] = str(config["privacy"]["keep_keys"]).lower()
+# when the run is done unless privacy.keep_keys; jobs inherit the store from the environment.
+from dpvip.privacy.randomness import use_key_store
+
+use_key_store(config["privacy"]["key_dir"], config["privacy"]["keep_keys"])
 
 
 def workflow_path(path):

@@ -173,6 +173,13 @@ def key_store() -> Path:
     return Path(os.environ.get(KEY_DIR_ENV) or DEFAULT_KEY_DIR)
 
 
+def use_key_store(key_dir: str | Path, keep: bool) -> None:
+    """Set the key store (`privacy.key_dir`, made absolute) and `privacy.keep_keys` for this
+    process and the jobs it starts: the workflow calls it once, jobs inherit it."""
+    os.environ[KEY_DIR_ENV] = str(Path(key_dir).absolute())
+    os.environ[KEEP_KEYS_ENV] = "true" if keep else "false"
+
+
 def key_path(work_dir: str | Path) -> Path:
     """The key file of the run whose private work folder is `work_dir`: the folder's path
     relative to the working directory, under the key store (`results/x.work` ->
