@@ -65,7 +65,9 @@ def test_noise_halved_is_caught(monkeypatch):
 
 def test_a_layer_left_unclipped_is_caught():
     """Canaries of 10 C: clipped to C, except in the second layer, whose gradients the buggy
-    clipper neither counts in the norm nor scales."""
+    clipper neither counts in the norm nor scales. The median of 3 seeded runs: one run's
+    bound is 1.99-2.55 over 6 seeds (one under the claim of 2), the correct clipper's
+    1.0-1.3."""
 
     def unclipped_second_layer(clipper, *args, **kwargs):
         layer = clipper.model.layers[1]
@@ -76,10 +78,15 @@ def test_a_layer_left_unclipped_is_caught():
         )
         return DPStep(clipper, *args, **kwargs)
 
-    run = audit_run(MECHANISM, CANARIES, WIDTH, scale=10.0, randomness=SEEDED, make_step=unclipped_second_layer)
-    bound = one_run_bound(run)
-    print(f"second layer unclipped: claimed {run.epsilon_spent:.2f}, audit {bound:.2f}")
-    assert bound > run.epsilon_spent
+    runs = [
+        audit_run(
+            MECHANISM, CANARIES, WIDTH, scale=10.0, randomness=RunRandomness.seeded(k), make_step=unclipped_second_layer
+        )
+        for k in (2024, 2025, 2026)
+    ]
+    bound = float(np.median([one_run_bound(run) for run in runs]))
+    print(f"second layer unclipped: claimed {runs[0].epsilon_spent:.2f}, audit (median of 3) {bound:.2f}")
+    assert bound > runs[0].epsilon_spent
     # the same canaries against the correct clipper: nothing to see beyond the claim
     assert one_run_bound(audit_run(MECHANISM, CANARIES, WIDTH, scale=10.0, randomness=SEEDED)) <= MECHANISM.epsilon
 
@@ -99,12 +106,12 @@ def test_noise_on_every_rank_is_caught(monkeypatch):
     misses it (measured 1.61-1.79 against 2); the Gaussian trade-off of the same run's 40,000
     canaries does not (measured 2.80-2.89)."""
     from dpvip.privacy.auditing import gdp_epsilon
-    from dpvip.privacy.noise import gaussian_noise
+    from dpvip.privacy.noise import gaussian_noise, noise_stream
 
     monkeypatch.setattr(step_module, "privatize_", lambda flat, sigma, *a, **k: privatize_(flat, 0.0, *a, **k))
 
     def noise_on_every_rank(clipper, optimizer, ledger, examples, randomness, *, rank, world, all_reduce, **kwargs):
-        own = torch.Generator().manual_seed(randomness.seed("rank noise", rank))
+        own = noise_stream(randomness, rank, torch.device("cpu"), "rank noise")
         std = ledger.noise_multiplier * ledger.clip_norm / world
 
         def noisy_all_reduce(flat):

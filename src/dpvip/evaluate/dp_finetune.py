@@ -162,7 +162,7 @@ def train_dp_classifier(
 ) -> tuple[Classifier, dict]:
     """A copy of `mae` with a linear head, fine-tuned on `train` under DP-AdamW; returns it
     and what the run recorded (the privacy ledger w.r.t. `train`, realised batch sizes).
-    `work_dir`: the run's private folder (or its JobState), where its secret key lives
+    `work_dir`: the run's private folder (or its JobState), whose secret key the key store keeps
     (secret randomness) and its state is saved every k steps and on SIGTERM; a rerun
     resumes it, ledger included. Under several processes (the JobState's `dist`) each rank
     takes its share of every Poisson batch, and the clipped sums meet before the noise."""
