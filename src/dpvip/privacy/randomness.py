@@ -83,6 +83,12 @@ class RunRandomness:
         return cls("seeded", hashlib.sha256(b"dpvip seeded run " + str(int(seed)).encode()).digest())
 
     @classmethod
+    def fresh(cls) -> RunRandomness:
+        """A secret key held in memory only, for a run that never resumes (an audit's):
+        nothing is written to the key store."""
+        return cls("secret", secrets.token_bytes(KEY_BYTES))
+
+    @classmethod
     def secret(cls, work_dir: str | Path, create: bool = True) -> RunRandomness:
         """The secret key of the run in `work_dir`, from the key store (`key_path`): made there
         on the run's first start when `create` (rank 0), else only read (other ranks)."""
