@@ -18,6 +18,12 @@ try:
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 
+# Every DP job finds its run's secret key in the key store (outside results/) and deletes it
+# when the run is done unless privacy.keep_keys; jobs inherit the store from the environment.
+from dpvip.privacy.randomness import use_key_store
+
+use_key_store(config["privacy"]["key_dir"], config["privacy"]["keep_keys"])
+
 
 def workflow_path(path):
     """Config paths are relative to the workflow folder, so any working directory works."""

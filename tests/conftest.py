@@ -35,6 +35,35 @@ def slurm_cluster(tmp_path_factory):
     cluster.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def key_store(tmp_path_factory) -> Path:
+    """The tests' run keys in a key store of the session's (`DPVIP_KEY_DIR`), never the
+    checkout's `.dpvip/keys` (a workflow run sets its own from `privacy.key_dir`). Keys are
+    named by their runs' folders, which are each test's own."""
+    store = tmp_path_factory.mktemp("keys") / "store"
+    patch = pytest.MonkeyPatch()  # not a test's monkeypatch: a test's undo() keeps it
+    patch.setenv("DPVIP_KEY_DIR", str(store))
+    yield store
+    patch.undo()
+
+
+@pytest.fixture
+def keep_keys(monkeypatch):
+    """Keys kept once their runs end (privacy.keep_keys): a test gives one run's key to another."""
+    monkeypatch.setenv("DPVIP_KEEP_KEYS", "true")
+
+
+def share_key(source_work: Path, target_work: Path) -> None:
+    """Give the run of private work folder `target_work` the secret key of `source_work`'s run
+    (the same noise and batches: what a comparison of two secret runs needs)."""
+    import shutil
+
+    from dpvip.privacy.randomness import key_path
+
+    key_path(target_work).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(key_path(source_work), key_path(target_work))
+
+
 @pytest.fixture
 def torch_one_thread():
     """Run a test on one torch thread (two spin-wait when another process holds a core)."""
@@ -171,10 +200,10 @@ def shard_hashes(workdir: Path) -> dict[str, str]:
 
 
 def secret_keys(workdir: Path) -> list[Path]:
-    """Every DP run's secret key under the working folder's results/."""
-    from dpvip.privacy.randomness import KEY_FILE
+    """Every DP run's secret key in the working folder's key store (the default one)."""
+    from dpvip.privacy.randomness import DEFAULT_KEY_DIR, KEY_SUFFIX
 
-    return sorted((workdir / "results").rglob(KEY_FILE))
+    return sorted((workdir / DEFAULT_KEY_DIR).rglob(f"*{KEY_SUFFIX}"))
 
 
 def copy_secret_keys(source: Path, target: Path) -> int:
@@ -230,6 +259,7 @@ def embedded_default(tmp_path_factory) -> EmbeddedRun:
 # The DP-MAE chain at its smallest: 256 shader images for (Syn)-ViP micro, 512 LAION-format
 # crops, and one DP run (no ablations) with a checkpoint every 2 steps.
 SMALL = """
+privacy: {keep_keys: true}  # runs compared with one key share it after the first has ended
 synthetic:
   datasets:
     shaders: {family: shaders, images: 256, resolution: 32, shard_size: 128, options: {programs: 16}}

@@ -16,4 +16,4 @@ with workflow_job(snakemake.log[0]):
     draw = getattr(dprandp_budget_figures, snakemake.wildcards.figure, None) or getattr(
         dprandp_figures, snakemake.wildcards.figure
     )
-    save_figure(draw(p.plan, results, values, p.scale), snakemake.output[0])
+    save_figure(draw(p.plan, results, values, p.scale), snakemake.output[0], results.values())

@@ -14,4 +14,4 @@ with workflow_job(snakemake.log[0]):
     results = json.loads(Path(snakemake.input.results).read_text())
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     figure = mehta_figures.draw(snakemake.wildcards.figure, results, p.section, p.scale, values)
-    save_figure(figure, snakemake.output[0])
+    save_figure(figure, snakemake.output[0], [results])

@@ -17,4 +17,4 @@ with workflow_job(snakemake.log[0]):
     epsilons = {privacy["target_epsilon"] for privacy, _ in runs.values()}
     note = f" (ε={epsilons.pop():g})" if len(epsilons) == 1 else ""
     note += f"\n{snakemake.params.data}"
-    save_figure(dp_loss_figure(snakemake.wildcards.figure, runs, note), snakemake.output[0])
+    save_figure(dp_loss_figure(snakemake.wildcards.figure, runs, note), snakemake.output[0], runs.values())

@@ -34,4 +34,4 @@ with workflow_job(snakemake.log[0]):
             if m in table9.columns
         }
         figure = figure5(lines, plan.figure5_metrics(), paper, ours_on)
-    save_figure(figure, snakemake.output[0])
+    save_figure(figure, snakemake.output[0], results)

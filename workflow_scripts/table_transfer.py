@@ -6,6 +6,7 @@ from pathlib import Path
 
 from dpvip.logs import workflow_job
 from dpvip.report.dprandp_probe_tables import probe_table
+from dpvip.report.grid_privacy import grid_notes
 from dpvip.report.mehta_tables import mehta_table
 from dpvip.report.paper_values import load_paper_values
 from dpvip.report.privacy_notes import randomness_notes
@@ -18,4 +19,5 @@ with workflow_job(snakemake.log[0]):
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     results = json.loads(Path(snakemake.input.results).read_text())
     frame, title, notes = BUILDERS[p.paper](snakemake.wildcards.table, results, values, p.section, p.scale)
-    write_table(frame, snakemake.output[0], title, notes + randomness_notes([results]))
+    grids = grid_notes([results]) if p.paper == "mehta" else []  # the learning rate is picked on test accuracy
+    write_table(frame, snakemake.output[0], title, notes + grids + randomness_notes([results]))

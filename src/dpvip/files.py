@@ -69,6 +69,7 @@ def write_json(record: dict, path: str | Path) -> None:
 
 def private_work_dir(out: str | Path) -> Path:
     """The private folder of the job that writes `out` (`<stem>.work` beside it): a DP run's
-    resumable state and secret key live there, and nothing in it is ever published."""
+    resumable state lives there (its secret key in the key store, outside results/), and nothing
+    in it is ever published."""
     out = Path(out)
     return out.with_name(out.stem + ".work")

@@ -38,13 +38,22 @@ def work(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def small_run(digits8, work):
+def keys(tmp_path_factory):
+    """The module's key store, its keys kept after their runs (a test reads the run's batches)."""
+    return tmp_path_factory.mktemp("keys")
+
+
+@pytest.fixture(scope="module")
+def small_run(digits8, work, keys):
     """40 steps on 300 training digits at q = 0.2 (threads set here: module scope)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         train, test = digits8
-        return dp_finetune(pico(), train.subset(range(300)), test.subset(range(60)), SMALL, work, progress=False)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("DPVIP_KEY_DIR", str(keys))
+            patch.setenv("DPVIP_KEEP_KEYS", "true")
+            return dp_finetune(pico(), train.subset(range(300)), test.subset(range(60)), SMALL, work, progress=False)
     finally:
         torch.set_num_threads(threads)
 
@@ -60,8 +69,9 @@ def test_the_ledger_spends_what_the_accountant_says(small_run):
     assert small_run["settings"]["noise_multiplier"] == 1.0 and 0 <= small_run["top1_percent"] <= 100
 
 
-def test_batches_are_the_projects_poisson_batches(small_run, work):
-    sampler = PoissonBatches(300, 0.2, 40, run_randomness(SMALL, 300, work))  # the run's secret
+def test_batches_are_the_projects_poisson_batches(small_run, work, keys, digits8, monkeypatch):
+    monkeypatch.setenv("DPVIP_KEY_DIR", str(keys))
+    sampler = PoissonBatches(300, 0.2, 40, run_randomness(SMALL, digits8[0].subset(range(300)), work))  # the run's key
     sizes = torch.tensor([len(sampler.indices(step)) for step in range(40)], dtype=torch.float64)
     realised = small_run["batch_sizes"]
     assert realised["mean"] == pytest.approx(float(sizes.mean())) and (realised["min"], realised["max"]) == (

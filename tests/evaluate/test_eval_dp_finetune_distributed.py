@@ -112,7 +112,7 @@ def test_two_gloo_processes_match_one(tmp_path):
     assert two["accuracy"] == rank1["accuracy"] == classifier_accuracy(one, test)
     # each rank ran its share of every step: block 0 (examples 0-1023) on rank 0, block 1 on rank 1
     shares = [torch.load(tmp_path / f"shares{rank}.pt") for rank in (0, 1)]
-    sampler = PoissonBatches(len(train), 64 / len(train), 4, dp_module.run_randomness(SETTINGS, len(train), None))
+    sampler = PoissonBatches(len(train), 64 / len(train), 4, dp_module.run_randomness(SETTINGS, train, None))
     sizes = [len(sampler.indices(step)) for step in range(4)]
     assert [a + b for a, b in zip(*shares)] == sizes and min(shares[0]) > 0 and min(shares[1]) > 0
 

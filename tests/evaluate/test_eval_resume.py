@@ -14,11 +14,13 @@ from dataclasses import replace
 import pytest
 import torch
 
+from conftest import share_key
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate import finetune as finetune_module
 from dpvip.evaluate.cnn_baselines import CNN_FINETUNE, cnn_finetune
 from dpvip.evaluate.datasets import digits
 from dpvip.evaluate.dp_finetune import DPFinetuneSettings, train_dp_classifier
+from dpvip.privacy.randomness import key_path
 from dpvip.evaluate.features import FeatureChoice
 from dpvip.evaluate.finetune import FinetuneSettings, finetune, finetune_grid
 from dpvip.evaluate.jobs import run_evaluation
@@ -151,7 +153,7 @@ def test_dp_fine_tuning_resumes_to_the_same_weights_and_ledger(tmp_path, sigterm
     resumed, record = killed_then_resumed(sigterm_at, 3, run, tmp_path / "loop_dp_finetune.pt")
     assert_same_weights(resumed, whole)
     assert record == whole_record
-    assert record["privacy"]["steps_done"] == 6 and len(list(tmp_path.glob("dp_secret.key"))) == 1
+    assert record["privacy"]["steps_done"] == 6 and key_path(tmp_path).exists()  # dp_finetune releases it
 
 
 def test_a_grid_keeps_its_finished_points_and_resumes_the_next(tmp_path, sigterm_at, monkeypatch, digits8):
@@ -229,16 +231,13 @@ def without_seconds(path) -> dict:
     ids=["linear_probe", "dp_finetune"],
 )
 def test_a_killed_job_resumes_to_the_result_of_an_uninterrupted_one(
-    tmp_path, sigterm_at, checkpoint, evaluation, options, kill_at
+    tmp_path, sigterm_at, checkpoint, evaluation, options, kill_at, keep_keys
 ):
     section = {"image_size": 8, "datasets": DIGITS, evaluation.task: options}
     whole, resumed = tmp_path / "whole" / "result.json", tmp_path / "resumed" / "result.json"
     run_evaluation(evaluation, section, checkpoint, whole)
     if evaluation.task == "dp_finetune":  # the same secret: the same batches and noise
-        private_work_dir(resumed).mkdir(parents=True)
-        (private_work_dir(resumed) / "dp_secret.key").write_bytes(
-            (private_work_dir(whole) / "dp_secret.key").read_bytes()
-        )
+        share_key(private_work_dir(whole), private_work_dir(resumed))
     sigterm_at(kill_at)
     with pytest.raises(SystemExit, match="stopped by SIGTERM"):
         run_evaluation(evaluation, section, checkpoint, resumed)

@@ -10,7 +10,7 @@ import torch
 
 import dpvip.privacy.step as step_module
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import gaussian_noise, privatize_
+from dpvip.privacy.noise import gaussian_noise, noise_stream, privatize_
 from dpvip.privacy.step import DPStep
 
 
@@ -44,7 +44,7 @@ def noise_on_every_rank(monkeypatch):
     monkeypatch.setattr(step_module, "privatize_", lambda flat, sigma, *a, **k: privatize_(flat, 0.0, *a, **k))
 
     def make_step(clipper, optimizer, ledger, examples, randomness, *, rank, world, all_reduce, **kwargs):
-        own = torch.Generator().manual_seed(randomness.seed("rank noise", rank))
+        own = noise_stream(randomness, rank, torch.device("cpu"), "rank noise")
         std = ledger.noise_multiplier * ledger.clip_norm / world
 
         def noisy_all_reduce(flat):

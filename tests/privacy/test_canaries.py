@@ -62,11 +62,18 @@ def test_noise_halved_is_caught(monkeypatch):
 
 def test_a_layer_left_unclipped_is_caught():
     """Canaries of 10 C: clipped to C, except in the second layer, whose gradients the buggy
-    clipper neither counts in the norm nor scales."""
-    run = audit_run(MECHANISM, CANARIES, WIDTH, scale=10.0, randomness=SEEDED, make_step=unclipped_second_layer)
-    bound = one_run_bound(run)
-    print(f"second layer unclipped: claimed {run.epsilon_spent:.2f}, audit {bound:.2f}")
-    assert bound > run.epsilon_spent
+    clipper neither counts in the norm nor scales. The median of 3 seeded runs: one run's
+    bound is 1.99-2.55 over 6 seeds (one under the claim of 2), the correct clipper's
+    1.0-1.3."""
+    runs = [
+        audit_run(
+            MECHANISM, CANARIES, WIDTH, scale=10.0, randomness=RunRandomness.seeded(k), make_step=unclipped_second_layer
+        )
+        for k in (2024, 2025, 2026)
+    ]
+    bound = float(np.median([one_run_bound(run) for run in runs]))
+    print(f"second layer unclipped: claimed {runs[0].epsilon_spent:.2f}, audit (median of 3) {bound:.2f}")
+    assert bound > runs[0].epsilon_spent
     # the same canaries against the correct clipper: nothing to see beyond the claim
     assert one_run_bound(audit_run(MECHANISM, CANARIES, WIDTH, scale=10.0, randomness=SEEDED)) <= MECHANISM.epsilon
 

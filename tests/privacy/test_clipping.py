@@ -391,3 +391,23 @@ def test_weight_shared_by_two_layers_is_refused():
     under-estimate the sensitivity, so a weight shared by two layers is refused by name."""
     with pytest.raises(DpvipInputError, match="parameter 'second.weight' is shared with 'first.weight'"):
         ClippedGradientSum(Tied().double(), 1.0)
+
+
+class TokenFlattened(nn.Module):
+    """A model that feeds its Linear layer (B * L, d) rows: tokens flattened into the batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens = nn.Linear(4, 2)
+
+    def forward(self, x):  # x: (B, L, 4)
+        return self.tokens(x.reshape(-1, 4)).reshape(x.shape[0], -1).sum(1)
+
+
+def test_a_layer_fed_flattened_tokens_is_refused_by_name():
+    """Finding 7 of the privacy review: such a layer would be clipped per token, one example
+    reaching norm 3.11 at C = 1 and counted as 16 examples."""
+    model = TokenFlattened()
+    clipper = ClippedGradientSum(model, 1.0)
+    with pytest.raises(DpvipInputError, match="layer 'tokens' \\(Linear\\) gives 48 per-example norms for 3 examples"):
+        clipper.add(lambda: model(torch.randn(3, 16, 4)) ** 2)

@@ -27,7 +27,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import accounting, gaussian
 from dpvip.privacy.clipping import CLIP_EPSILON, ClippedGradientSum
 from dpvip.privacy.ledger import BudgetExceeded, PrivacyLedger
-from dpvip.privacy.noise import gaussian_noise, noise_generator
+from dpvip.privacy.noise import gaussian_noise, noise_stream
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches, example_seed
 from dpvip.privacy.step import DPStep
@@ -66,7 +66,7 @@ def naive_gradient(
         for part, g in zip(total, grads):
             part += factor * g.double()
     sizes = [p.numel() for p in params]
-    xi = gaussian_noise((sum(sizes),), 1.0, noise_generator(randomness, step, CPU))
+    xi = gaussian_noise((sum(sizes),), 1.0, noise_stream(randomness, step, CPU))
     noise = [part.view_as(p) for part, p in zip(xi.split(sizes), params)]
     return [(part + sigma * clip_norm * n.double()) / expected_batch for part, n in zip(total, noise)]
 
@@ -381,6 +381,20 @@ def test_a_clipper_with_another_norm_than_the_ledgers_is_refused():
     with pytest.raises(DpvipInputError, match="not the ledger's"):
         dp_step(0, micro_batches(model, dp_step.batch(0)))
     assert dp_step.ledger.steps_done == 0
+
+
+def test_a_step_number_that_is_not_the_ledgers_next_is_refused():
+    """A repeated number would draw the same Poisson batch and the same noise again (finding
+    7 of the privacy review): only the ledger's next step is taken."""
+    ledger = PrivacyLedger.calibrate("rdp", 0.2, 3, 2.0, 1e-5, 0.3)
+    model, dp_step = tiny_step(ledger)
+    dp_step(0, micro_batches(model, dp_step.batch(0)))
+    for repeated in (0, 2):
+        with pytest.raises(DpvipInputError, match=f"step {repeated} is not the ledger's next step 1"):
+            dp_step(repeated, micro_batches(model, dp_step.batch(repeated)))
+    assert dp_step.ledger.steps_done == 1
+    dp_step(1, micro_batches(model, dp_step.batch(1)))
+    assert dp_step.ledger.steps_done == 2
 
 
 def test_without_a_ledger_the_rate_and_steps_are_needed():

@@ -4,7 +4,6 @@ BatchNorm, EMA reported, resume, learning on real digits."""
 from __future__ import annotations
 
 import math
-import shutil
 
 import pytest
 import torch
@@ -12,7 +11,7 @@ from torch import nn
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.datasets import LabelledImages
-from dpvip.privacy.randomness import KEY_FILE
+from conftest import share_key
 from dpvip.privacy import accounting
 from dpvip.randp.data import private_splits
 from dpvip.randp.private import PrivateTraining, check_no_batchnorm, fresh_network
@@ -90,13 +89,13 @@ def test_epsilon_inf_clips_without_noise(splits, tmp_path, torch_one_thread):
 
 
 @pytest.mark.slow
-def test_resume_continues_the_run_and_its_ledger(splits, tmp_path, torch_one_thread, monkeypatch):
+def test_resume_continues_the_run_and_its_ledger(splits, tmp_path, torch_one_thread, monkeypatch, keep_keys):
     """In secret mode: the killed run, resumed, reads its key back and ends bit-identical to
     an uninterrupted run of the same key."""
     whole = training(splits, tmp_path / "whole")
     whole.run()
     (tmp_path / "broken" / "run").mkdir(parents=True)
-    shutil.copy2(tmp_path / "whole" / "run" / KEY_FILE, tmp_path / "broken" / "run" / KEY_FILE)
+    share_key(tmp_path / "whole" / "run", tmp_path / "broken" / "run")
     broken = training(splits, tmp_path / "broken")
     real_step, calls = PrivateTraining._step, []
 
@@ -110,15 +109,16 @@ def test_resume_continues_the_run_and_its_ledger(splits, tmp_path, torch_one_thr
     with pytest.raises(RuntimeError, match="killed"):
         broken.run()
     monkeypatch.setattr(PrivateTraining, "_step", real_step)
+    # another mechanism is refused by name
+    with pytest.raises(DpvipInputError, match="trained with noise_multiplier .* would break its privacy accounting"):
+        training(splits, tmp_path / "broken", epsilon=4.0).resume()
     resumed = training(splits, tmp_path / "broken")
     result = resumed.run()
     assert result["privacy"]["steps_done"] == 6
     for a, b in zip(whole.ema.averaged.state_dict().values(), resumed.ema.averaged.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert [p["loss"] for p in result["curve"]] == [p["loss"] for p in whole.curve]
-    # another mechanism is refused by name
-    with pytest.raises(DpvipInputError, match="epsilon"):
-        training(splits, tmp_path / "broken", epsilon=4.0).resume()
+    assert not (tmp_path / "broken" / "run" / "state.pt").exists()  # done: a rerun starts afresh
 
 
 def bands(n: int, seed: int) -> LabelledImages:

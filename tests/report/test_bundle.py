@@ -128,13 +128,20 @@ def test_verify_fails_on_a_published_file_the_statement_does_not_list(bundle):
     assert not result.ok and result.unstated == ["figures/vip_figure3a.png"]
 
 
-def test_a_seeded_bundle_says_it_is_not_private(tmp_path):
+def test_a_seeded_bundle_says_it_is_not_private_and_fails_verification_unless_allowed(tmp_path):
     bundle = make_bundle(tmp_path, randomness="seeded")
     statement = json.loads((bundle / "privacy.json").read_text())
     assert not statement["private"] and statement["note"].startswith("NOT PRIVATE")
     assert "NOT PRIVATE" in (bundle / "PRIVACY.md").read_text()
-    done = run_dpvip("bundle", "verify", str(bundle))
-    assert done.returncode == 0 and "NOT PRIVATE" in done.stdout
+    assert not verify_bundle(bundle).ok and verify_bundle(bundle, allow_not_private=True).ok
+    refused = run_dpvip("bundle", "verify", str(bundle))
+    assert refused.returncode == 1 and "refused (--allow-not-private accepts it)" in refused.stdout
+    allowed = run_dpvip("bundle", "verify", str(bundle), "--allow-not-private")
+    assert (
+        allowed.returncode == 0
+        and "allowed by --allow-not-private" in allowed.stdout
+        and "NOT PRIVATE" in allowed.stdout
+    )
 
 
 def test_a_delta_of_at_least_one_over_n_is_flagged(tmp_path):

@@ -17,7 +17,8 @@ from conftest import run_dpvip
 from dpvip.errors import DpvipInputError
 from dpvip.models.checkpoint import read_mae
 from dpvip.privacy.ledger import BudgetExceeded
-from dpvip.privacy.randomness import KEY_FILE
+from conftest import share_key as share_key_of
+from dpvip.privacy.randomness import key_path
 from dpvip.train.dp_mae import DPMAETraining, dp_train_mae
 from dpvip.plan.dp_pretrain import DPPretrainSettings
 from dpvip.train.metrics import read_metrics
@@ -34,7 +35,8 @@ from pretrain_data import (  # noqa: F401  (fixtures)
     weights,
 )
 
-pytestmark = pytest.mark.usefixtures("single_thread")
+# keep_keys: runs compared with one key share it after the first has ended
+pytestmark = pytest.mark.usefixtures("single_thread", "keep_keys")
 
 # 6 DP steps at q = 64/512 on the 512 shader images; micro-batches of 16.
 DP_SETTINGS = {
@@ -59,7 +61,8 @@ def dp_settings(size: str = SIZE, **changes) -> DPPretrainSettings:
 def dp_run(shaders_index, reference_run, tmp_path_factory):
     """The uninterrupted one-process DP run, from the (Syn)-ViP reference checkpoint."""
     folder = tmp_path_factory.mktemp("dp-reference") / "run"
-    with one_thread():
+    with one_thread(), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DPVIP_KEEP_KEYS", "true")  # tests give its key to other runs
         dp_train_mae(dp_settings(), shaders_index, folder, reference_run / "model.pt", progress=False)
     return folder
 
@@ -100,8 +103,7 @@ def test_another_decoder_depth_keeps_the_encoder_and_matching_decoder_blocks(sha
 
 def share_key(run: Path, other: Path) -> None:
     """Give `other` the secret key of `run` (a run started elsewhere with the same secret)."""
-    (other / "work").mkdir(parents=True)
-    shutil.copy2(run / "work" / KEY_FILE, other / "work" / KEY_FILE)
+    share_key_of(run / "work", other / "work")
 
 
 def test_a_crashed_run_resumes_to_the_uninterrupted_one(dp_run, shaders_index, reference_run, tmp_path, monkeypatch):
@@ -126,11 +128,11 @@ def test_two_runs_of_one_config_differ_when_secret_and_agree_when_seeded(shaders
         return weights(tmp_path / name)
 
     assert max_difference(run("secret_a"), run("secret_b")) > 1e-4
-    assert (tmp_path / "secret_a" / "work" / KEY_FILE).read_bytes() != (
-        tmp_path / "secret_b" / "work" / KEY_FILE
-    ).read_bytes()
+    assert (
+        key_path(tmp_path / "secret_a" / "work").read_bytes() != key_path(tmp_path / "secret_b" / "work").read_bytes()
+    )
     assert_identical(run("seeded_a", randomness="seeded"), run("seeded_b", randomness="seeded"))
-    assert not (tmp_path / "seeded_a" / "work" / KEY_FILE).exists()
+    assert not key_path(tmp_path / "seeded_a" / "work").exists()
     ledger = record(tmp_path / "seeded_a")["privacy"]
     assert ledger["randomness"] == "seeded" and "NOT PRIVATE" in ledger["note"]
 
@@ -156,8 +158,9 @@ def test_resuming_with_another_mechanism_is_refused(shaders_index, tmp_path, mon
 def test_a_step_past_the_budget_is_refused(shaders_index, tmp_path):
     training = DPMAETraining(dp_settings(steps=2), shaders_index, tmp_path / "run", progress=False)
     images, noise = torch.randn(4, 3, 32, 32), training.model.mask_noise(4)
-    training.train_step(images, noise)
-    training.train_step(images, noise)
+    for _ in range(2):
+        training.train_step(images, noise)
+        training.step += 1  # as the loop counts them
     with pytest.raises(BudgetExceeded, match="would exceed the privacy budget"):
         training.train_step(images, noise)
     assert training.ledger.steps_done == 2

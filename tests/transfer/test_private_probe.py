@@ -14,7 +14,7 @@ from scipy.stats import chi2
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy.clipping import CLIP_EPSILON
-from dpvip.privacy.noise import gaussian_noise, noise_generator
+from dpvip.privacy.noise import gaussian_noise, noise_stream
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.transfer.private_probe import (
     CENTRE,
@@ -48,7 +48,10 @@ def test_private_mean_noise_has_the_calibrated_std():
     features = normalise(torch.randn(n, width, generator=torch.Generator().manual_seed(0)), norm)
     true = features.mean(0)
     errors = torch.stack(
-        [private_mean(features, norm, sigma, torch.Generator().manual_seed(seed)) - true for seed in range(draws)]
+        [
+            private_mean(features, norm, sigma, noise_stream(RunRandomness.seeded(seed), 0, torch.device("cpu"))) - true
+            for seed in range(draws)
+        ]
     ).double()
     samples, std = errors.numel(), sigma * norm / n  # the mean's std: sigma C / n = 1
     # sum of squares / std^2 is chi-square with `samples` degrees of freedom
@@ -133,7 +136,7 @@ def test_one_step_equals_a_naive_reference_on_centred_features(tmp_path):
     )
     # normalise, then centre train AND test on one private mean of the train features
     normed = normalise(train, 3.0)
-    mean = private_mean(normed, 3.0, privacy["sigma_mean"], noise_generator(randomness, 0, torch.device("cpu"), CENTRE))
+    mean = private_mean(normed, 3.0, privacy["sigma_mean"], noise_stream(randomness, 0, torch.device("cpu"), CENTRE))
     assert float((mean - normed.mean(0)).norm()) > 1e-3  # noisy
     assert torch.allclose(prepared_test, normalise(test, 3.0) - mean, atol=1e-6)
     centred = normed - mean
@@ -142,7 +145,7 @@ def test_one_step_equals_a_naive_reference_on_centred_features(tmp_path):
         w = torch.zeros(classes, width, requires_grad=True)
         grad = torch.autograd.grad(F.cross_entropy((xi @ w.T)[None], yi[None]), w)[0]
         total += grad * min(1.0, 1.0 / (float(grad.norm()) + CLIP_EPSILON))
-    generator = noise_generator(randomness, 0, torch.device("cpu"))
+    generator = noise_stream(randomness, 0, torch.device("cpu"))
     noise = gaussian_noise((classes * width,), privacy["sigma_sgd"], generator).view(classes, width)
     assert probe.bias is None
     assert torch.allclose(probe.weight.detach(), -lr * (total + noise) / n, rtol=1e-5, atol=1e-6)  # SGD's first step

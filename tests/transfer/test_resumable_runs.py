@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import signal
 
 import pytest
 import torch
 
 from dpvip.plan.transfer import FeatureSet, Run
-from dpvip.privacy.randomness import KEY_FILE, RunRandomness
+from conftest import share_key
+from dpvip.privacy.randomness import RunRandomness, key_path
 from dpvip.transfer import jobs
 from dpvip.transfer.cache import cache_features
 from dpvip.transfer.head import HeadSettings, train_head
@@ -24,7 +24,8 @@ from dpvip.transfer.private_probe import ProbeSettings, train_probe
 from dpvip.train.resume import LoopState
 from dpvip.transfer.rows import Rows, ShardedRows, TensorRows
 
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
+# keep_keys: runs compared with one key share it after the first has ended
+pytestmark = pytest.mark.usefixtures("torch_one_thread", "keep_keys")
 
 N, WIDTH, CLASSES, VIEWS = 60, 6, 3, 2
 GENERATOR = torch.Generator().manual_seed(0)
@@ -132,7 +133,7 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_result(tmp_path, kind, when,
     resumed = run(kind, work, Reads(), path, every=2)
     assert comparable(resumed) == comparable(whole)  # accuracy, ledger, batch sizes, train loss: the same bits
     assert len(weights) == 2 and torch.equal(weights[1], weights[0]) and weights[0].abs().sum() > 0
-    assert not path.exists() and len(list(work.glob(KEY_FILE))) == 1
+    assert not path.exists() and key_path(work).exists()
 
 
 def test_sigterm_while_centring_stops_before_anything_is_saved(tmp_path):
@@ -164,7 +165,7 @@ def study(tmp_path, name: str, monkeypatch, sigterm_at: int | None = None, key=N
     out.parent.mkdir(exist_ok=True)
     if key is not None and not (out.parent / "study.work").exists():
         (out.parent / "study.work").mkdir()
-        shutil.copy(key, out.parent / "study.work" / KEY_FILE)
+        share_key(key, out.parent / "study.work")
     reads, trained = Reads(sigterm_at), []
     real_read, real_take, real_train = ShardedRows.read, ShardedRows.take, jobs._train
 
@@ -192,7 +193,7 @@ def study(tmp_path, name: str, monkeypatch, sigterm_at: int | None = None, key=N
 def test_a_study_stopped_in_its_second_run_resumes_it_and_skips_the_first(tmp_path, monkeypatch):
     whole, trained = study(tmp_path, "whole", monkeypatch)
     assert trained == ["head", "probe"]
-    key = tmp_path / "whole" / "study.work" / KEY_FILE
+    key = tmp_path / "whole" / "study.work"  # its key, kept (keep_keys)
     # the head's reads: 4 steps, then its train and test evaluations; then the probe's
     # centring pass and first step, and SIGTERM in its second step
     head_steps = sum(math.ceil(size / HEAD.micro_batch) for size in whole["runs"][0]["result"]["batch_sizes"])
@@ -213,7 +214,7 @@ def test_a_study_stopped_in_its_second_run_resumes_it_and_skips_the_first(tmp_pa
 
 def test_a_study_stopped_while_a_run_is_scored_records_the_run_and_stops(tmp_path, monkeypatch):
     whole, _ = study(tmp_path, "whole", monkeypatch)
-    key = tmp_path / "whole" / "study.work" / KEY_FILE
+    key = tmp_path / "whole" / "study.work"  # its key, kept (keep_keys)
     head_steps = sum(math.ceil(size / HEAD.micro_batch) for size in whole["runs"][0]["result"]["batch_sizes"])
     at = head_steps + math.ceil(N / HEAD.micro_batch) + 1  # the head's first test batch, after its last step
     with pytest.raises(SystemExit, match="stopped by SIGTERM after the run"):

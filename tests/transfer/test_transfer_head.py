@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import gaussian
 from dpvip.privacy.clipping import CLIP_EPSILON
-from dpvip.privacy.noise import gaussian_noise, noise_generator
+from dpvip.privacy.noise import gaussian_noise, noise_stream
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches
 from dpvip.transfer.head import HeadSettings, fit_head, lr_factor, make_head, train_head
@@ -54,7 +54,7 @@ def clipped_sum(grads: list[torch.Tensor], clip_norm: float) -> torch.Tensor:
 def noise_draw(
     randomness: RunRandomness, step: int, sigma: float, clip_norm: float, shape: tuple[int, int]
 ) -> torch.Tensor:
-    generator = noise_generator(randomness, step, torch.device("cpu"))
+    generator = noise_stream(randomness, step, torch.device("cpu"))
     return gaussian_noise((shape[0] * shape[1],), sigma * clip_norm, generator).view(shape)
 
 

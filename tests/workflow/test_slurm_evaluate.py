@@ -70,5 +70,7 @@ def test_dp_fine_tuning_as_two_processes_under_slurm_matches_one_local_process(s
     # weights equal up to summation order (1e-7 here) may flip a near-tie of two logits
     accuracy = two["columns"]["Top-1 Accuracy"], one["columns"]["Top-1 Accuracy"]
     assert abs(accuracy[0] - accuracy[1]) <= 100 / TEST_IMAGES + 1e-9, accuracy
-    # the states are forgotten once the result exists; the key stays in the private folder
-    assert not list(work.glob("loop_*")) and (work / "dp_secret.key").is_file()
+    # the states are forgotten once the result exists; the key (kept: privacy.keep_keys) is in
+    # the key store, not in the private folder
+    key = cluster / ".dpvip/keys" / f"{work.relative_to(cluster)}.key"
+    assert not list(work.glob("loop_*")) and key.is_file() and not list(work.glob("*.key"))

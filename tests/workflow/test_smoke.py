@@ -174,5 +174,7 @@ def test_outputs_have_the_papers_shapes(smoke_run):
     assert head["width"] == 768 and head["fingerprint"]["features"].endswith("inception384")
     train = np.load(features / "syn_vip_base/ImageNet-1k/blocks4_center224/train_v0_00000.npy", mmap_mode="r")
     assert train.shape == (10, 36864) and train.dtype == np.float16 and np.isfinite(train).all()
-    bundle = verify_bundle(results / "bundle")
-    assert bundle.ok and not bundle.unlisted
+    bundle = verify_bundle(results / "bundle")  # secret runs: a private bundle
+    assert bundle.ok and not bundle.unlisted and not bundle.not_private
+    # every DP run's key was outside results/ and is deleted now that its results exist
+    assert not list(results.rglob("*.key")) and not list((workdir / ".dpvip/keys").rglob("*.key"))

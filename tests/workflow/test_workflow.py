@@ -294,7 +294,8 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert job_counts(full.output) == rest  # nothing already computed is recomputed
 
     bundle = tmp_path / "results/bundle"
-    assert verify_bundle(bundle).ok and not verify_bundle(bundle).unlisted
+    assert not verify_bundle(bundle).ok  # seeded: refused unless allowed
+    assert verify_bundle(bundle, allow_not_private=True).ok and not verify_bundle(bundle).unlisted
     for name in (
         "tables/privacy_audit.csv",
         "tables/privacy_audit.md",
@@ -365,7 +366,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert "NOT PRIVATE" not in (bundle / "tables/privacy_audit.md").read_text()  # the papers' claims
     dp_ledger = json.loads((tmp_path / "results/dp_pretrain/vip_micro/privacy.json").read_text())
     assert dp_ledger["randomness"] == "seeded" and dp_ledger["note"].startswith("NOT PRIVATE")
-    assert not list((tmp_path / "results").rglob("dp_secret.key"))  # seeded runs make no key
+    assert not list((tmp_path / "results").rglob("*.key")) and not list(tmp_path.glob(".dpvip/keys/**/*.key"))
     # The privacy statement: every published file has a status; what is outside the guarantee
     # says why; the DP runs behind each output are listed with their mechanisms.
     statement = json.loads((bundle / "privacy.json").read_text())
@@ -534,7 +535,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert "resuming" in (tmp_path / "results/logs/dprandp/phase1_randp_wrn10_1_dead_leaves.log").read_text()
     probe_after = json.loads(probe.read_text())
     assert probe_after["accuracy"] == probe_before["accuracy"] and probe_after["curve"] == probe_before["curve"]
-    assert verify_bundle(bundle).ok
+    assert verify_bundle(bundle, allow_not_private=True).ok
 
     # A lost checkpoint is not retrained: the run resumes from its final state and writes
     # the same weights again. Asked for alone (last: the stages after it would rerun on the

@@ -15,7 +15,7 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
 
     if not Path(args.directory).is_dir():
         raise DpvipInputError(f"bundle directory {args.directory} does not exist")
-    result = verify_bundle(args.directory)
+    result = verify_bundle(args.directory, args.allow_not_private)
     for name in result.missing:
         print(f"missing: {name}")
     for name in result.changed:
@@ -25,7 +25,10 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
     for name in result.unstated:
         print(f"published without a privacy status (not in privacy.json): {name}")
     if result.not_private:
-        print(f"{result.not_private}: this bundle's DP runs are not private (see PRIVACY.md)")
+        allowed = (
+            "allowed by --allow-not-private" if args.allow_not_private else "refused (--allow-not-private accepts it)"
+        )
+        print(f"{result.not_private}: this bundle's DP runs are not private (see PRIVACY.md); {allowed}")
     if result.ok:
         print(f"bundle {args.directory}: every file matches its hash and has a privacy status")
         return 0
@@ -35,5 +38,10 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
 def add_commands(commands) -> None:
     bundle_commands = command_group(commands, "bundle", "results bundle")
     verify = bundle_commands.add_parser("verify", help="check every file against MANIFEST.sha256")
-    verify.add_argument("directory")
+    verify.add_argument("directory", help="the bundle folder (results/bundle)")
+    verify.add_argument(
+        "--allow-not-private",
+        action="store_true",
+        help="pass a bundle of seeded runs (tests, reproductions: NOT PRIVATE); refused without it",
+    )
     verify.set_defaults(handler=cmd_bundle_verify)

@@ -106,8 +106,20 @@ class ShardReader:
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
             raise DpvipInputError(f"dataset index {index_path} is not a shard index: {first_line(err)}") from None
         reader = cls(shard_list, members)
-        reader.fingerprint = hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()
+        reader.fingerprint = reader.content_digest(json.dumps(shards, sort_keys=True))
         return reader
+
+    def content_digest(self, index_text: str) -> str:
+        """SHA-256 of the index and of what each shard holds: its size, and its member table
+        (every sample's members, offsets and sizes) or, without one, its modification time.
+        A DP run's noise stream depends on it, so a run on changed shards never repeats the
+        noise of the first; hashing LAION's terabytes for every run would not do."""
+        digest = hashlib.sha256(index_text.encode())
+        for path, table in zip(self.paths, self.members):
+            info = path.stat()
+            held = hashlib.sha256(table.read_bytes()).hexdigest() if table is not None else info.st_mtime_ns
+            digest.update(f"\n{path.name}\0{info.st_size}\0{held}".encode())
+        return digest.hexdigest()
 
     def __len__(self) -> int:
         return self.starts[-1]

@@ -11,6 +11,9 @@ Evaluation images are resized and centre-cropped (ViP A.3: 224 px at paper scale
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +45,15 @@ class LabelledImages:
     def image_size(self) -> int:
         """The side of its (square) images in pixels."""
         return min(self.images.shape[-2:])
+
+    def digest(self) -> str:
+        """SHA-256 of the images and labels: a DP run's noise stream depends on it, so a run on
+        changed data never repeats the noise of the first."""
+        digest = hashlib.sha256()
+        for tensor in (self.images, self.labels):
+            digest.update(str(tuple(tensor.shape)).encode())
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
 
     def subset(self, indices) -> LabelledImages:
         indices = torch.as_tensor(np.asarray(indices), dtype=torch.long)
@@ -125,6 +137,16 @@ class FolderImages:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    def digest(self) -> str:
+        """SHA-256 of every image's path, label, size and modification time (reading a folder
+        of ImageNet's size whole for each run would take longer than many runs): a file
+        rewritten, added or removed changes it."""
+        digest = hashlib.sha256()
+        for path, label in self.folder.samples:
+            info = os.stat(path)
+            digest.update(f"{path}\0{label}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+        return digest.hexdigest()
 
     def subset(self, indices) -> LabelledImages:
         indices = [int(i) for i in np.asarray(indices)]

@@ -45,7 +45,7 @@ from dpvip.privacy import ACCOUNTANTS, check_randomness
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
-from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.randomness import RunRandomness, release_key
 from dpvip.privacy.step import DPStep
 
 PAPER_DELTA = 8e-7  # ViP A.5, for ImageNet-1K
@@ -137,17 +137,20 @@ def _summary(sizes: list[int], expected: float) -> dict:
 
 
 def run_randomness(
-    settings: DPFinetuneSettings, examples: int, work_dir: str | Path | None, dist=None
+    settings: DPFinetuneSettings, train, work_dir: str | Path | None, dist=None, identity: dict | None = None
 ) -> RunRandomness:
-    """The noise and batches of a fine-tuning run on `examples` images: its secret in
-    `work_dir`, or its seed; one stream per settings and n. Under several processes rank 0
-    makes the secret first and the others read it."""
-    run = {"settings": asdict(settings), "examples": examples}
+    """The noise and batches of a fine-tuning run on `train`: its secret key (for `work_dir`,
+    in the key store), or its seed; one stream per settings, n, digest of the training data
+    and the job's `identity` (its checkpoint's SHA-256), so a run on changed data or from
+    another checkpoint never repeats the noise. Under several processes rank 0 makes the key
+    first and the others only read it."""
+    run = {"settings": asdict(settings), "examples": len(train), "data": train.digest(), "job": identity or {}}
+    main = dist is None or dist.is_main
     if dist is not None and dist.world > 1:
-        if dist.is_main:
+        if main:
             RunRandomness.for_run(settings.randomness, work_dir, settings.seed, run)
         dist.barrier()
-    return RunRandomness.for_run(settings.randomness, work_dir, settings.seed, run)
+    return RunRandomness.for_run(settings.randomness, work_dir, settings.seed, run, create=main)
 
 
 def train_dp_classifier(
@@ -159,7 +162,7 @@ def train_dp_classifier(
 ) -> tuple[Classifier, dict]:
     """A copy of `mae` with a linear head, fine-tuned on `train` under DP-AdamW; returns it
     and what the run recorded (the privacy ledger w.r.t. `train`, realised batch sizes).
-    `work_dir`: the run's private folder (or its JobState), where its secret key lives
+    `work_dir`: the run's private folder (or its JobState), whose secret key the key store keeps
     (secret randomness) and its state is saved every k steps and on SIGTERM; a rerun
     resumes it, ledger included. Under several processes (the JobState's `dist`) each rank
     takes its share of every Poisson batch, and the clipped sums meet before the noise."""
@@ -184,13 +187,14 @@ def train_dp_classifier(
     clipper = ClippedGradientSum(classifier, settings.clip_norm)
     optimizer = make_optimizer("adamw", clipper.params, settings.lr, settings.weight_decay)
     scheduler = warmup_then_constant(optimizer, settings.warmup_steps)
-    randomness = run_randomness(settings, examples, job.folder, dist)
+    randomness = run_randomness(settings, train, job.folder, dist, job.identity)
     ranks = {"rank": dist.rank, "world": dist.world, "all_reduce": dist.sum_tensor} if dist is not None else {}
     dp_step = DPStep(
         clipper, optimizer, ledger, examples, randomness, allow_large_delta=settings.allow_large_delta, **ranks
     )
     sizes, clipped, start = [], 0, 0
-    saved = job.loop("dp_finetune", {"settings": asdict(settings), "examples": examples})
+    # the state belongs to the run's key: a state left by a run whose key is gone is refused
+    saved = job.loop("dp_finetune", {"settings": asdict(settings), "examples": examples, "key": randomness.identity()})
     try:
         with saved:
             state = saved.restore()
@@ -256,6 +260,8 @@ def dp_finetune(
     classifier, record = train_dp_classifier(mae, train, settings, job, progress)
     accuracy = classifier_accuracy(classifier, test, dist=job.dist)
     job.clear_loop("dp_finetune")
+    if job.is_main:
+        release_key(job.folder)  # with its state: a rerun trains afresh with a new key
     return {
         "top1_percent": 100.0 * accuracy,
         **record,

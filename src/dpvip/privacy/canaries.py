@@ -24,7 +24,6 @@ mechanism read from a run's own ledger (`mechanism_from_ledger`).
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -156,46 +155,45 @@ def audit_run(
     summing all-reduce, as DP-MAE's ranks do."""
     mechanism.check()
     check_canaries(canaries)
-    with tempfile.TemporaryDirectory() as scratch:
-        randomness = randomness or RunRandomness.secret(scratch)
-        # membership and placement are the auditor's choices: from the run's key too, so
-        # that two audit runs never repeat them
-        rng = np.random.default_rng(randomness.entropy("canaries", 0))
-        coordinates = canary_coordinates(canaries, width, rng)
-        included = rng.random(canaries) < 0.5
-        members = coordinates[included]
-        if len(members) == 0:
-            raise DpvipInputError("no canary was drawn into the training set: use more canaries")
-        ledger = mechanism.ledger(len(members))
-        reduce = _ThreadSum(world)
-        ranks = [
-            _Rank(
-                mechanism,
-                ledger,
-                coordinates,
-                included,
-                width,
-                scale,
-                micro_batch,
-                randomness,
-                make_step,
-                rank,
-                world,
-                reduce,
-            )
-            for rank in range(world)
-        ]
-        if world == 1:
-            ranks[0].run()
-        else:
-            threads = [threading.Thread(target=rank.run) for rank in ranks]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        errors = [rank.error for rank in ranks if rank.error is not None]
-        if errors:  # the first real failure, not a rank's broken wait for it
-            raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
+    randomness = randomness or RunRandomness.fresh()  # never resumed: no key is stored
+    # membership and placement are the auditor's choices: from the run's key too, so
+    # that two audit runs never repeat them
+    rng = np.random.default_rng(randomness.entropy("canaries", 0))
+    coordinates = canary_coordinates(canaries, width, rng)
+    included = rng.random(canaries) < 0.5
+    members = coordinates[included]
+    if len(members) == 0:
+        raise DpvipInputError("no canary was drawn into the training set: use more canaries")
+    ledger = mechanism.ledger(len(members))
+    reduce = _ThreadSum(world)
+    ranks = [
+        _Rank(
+            mechanism,
+            ledger,
+            coordinates,
+            included,
+            width,
+            scale,
+            micro_batch,
+            randomness,
+            make_step,
+            rank,
+            world,
+            reduce,
+        )
+        for rank in range(world)
+    ]
+    if world == 1:
+        ranks[0].run()
+    else:
+        threads = [threading.Thread(target=rank.run) for rank in ranks]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    errors = [rank.error for rank in ranks if rank.error is not None]
+    if errors:  # the first real failure, not a rank's broken wait for it
+        raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
     shift = mechanism.clip_norm / (mechanism.sample_rate * len(members))  # one inclusion, clipped
     observations = torch.stack(ranks[0].recorder.steps).numpy() / shift
     scores = likelihood_ratio_scores(observations, mechanism.sample_rate, ledger.noise_multiplier)

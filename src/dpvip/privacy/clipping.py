@@ -299,6 +299,8 @@ class ClippedGradientSum:
         # The backprops are dropped as soon as they are returned: `parts` holds what the sums need.
         torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True)
         # A layer the loss did not use has no backprops and contributes nothing.
+        for layer, call in calls:
+            self._check_rows(layer, call.squared, examples)
         squared = [part for _, call in calls for part in call.squared]  # in forward order, as before
         norms = torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(examples, device=losses.device)
         factors = clip_factors(norms, self.clip_norm)
@@ -308,6 +310,19 @@ class ClippedGradientSum:
                     self._layer_rules[layer][1](layer, call, factors, self._sum_of)
                 call.parts = {}
         return norms
+
+    def _check_rows(self, layer: nn.Module, squared: list, examples: int) -> None:
+        """One norm per example: a layer fed its batch in another shape (tokens flattened
+        into rows, (B * L, d)) would be clipped per row, each example counted several times
+        and its whole gradient never bounded by C."""
+        for part in squared:
+            if part.shape != (examples,):
+                name = next(name for name, module in self.model.named_modules() if module is layer)
+                raise DpvipInputError(
+                    f"layer '{name}' ({type(layer).__name__}) gives {part.shape[0] if part.dim() else 1} "
+                    f"per-example norms for {examples} examples: its input is not batch-first (flattened "
+                    "tokens?), so it cannot be clipped per example"
+                )
 
     def reset(self) -> None:
         self.flat.zero_()

@@ -22,7 +22,6 @@ attacker sees T updates as one model): they say what a user of the released mode
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,25 +87,24 @@ def black_box_run(
     member with probability 1/2; returns the canaries' black-box scores."""
     mechanism.check()
     check_canaries(canaries)
-    with tempfile.TemporaryDirectory() as scratch:
-        randomness = randomness or RunRandomness.secret(scratch)
-        rng = np.random.default_rng(randomness.entropy("input canaries", 0))
-        kind = _MaskedAutoencoderKind if mechanism.name in MAE_MECHANISMS else _ClassifierKind
-        run = kind(canaries, rng, mechanism.clip_norm)
-        included = rng.random(canaries) < 0.5
-        members = np.flatnonzero(included)
-        examples = run.data_examples + len(members)
-        ledger = mechanism.ledger(examples)
-        clipper = ClippedGradientSum(run.model, mechanism.clip_norm)
-        optimizer = run.optimizer(mechanism.sample_rate * examples)
-        dp_step = make_step(clipper, optimizer, ledger, examples, randomness, allow_large_delta=True)
-        try:
-            for step in range(mechanism.steps):
-                chosen = dp_step.batch(step)
-                dp_step(step, run.micro_batches(chosen, members))
-        finally:
-            clipper.close()
-        return InputCanaryRun(run.scores(), included, dp_step.ledger.epsilon_spent())
+    randomness = randomness or RunRandomness.fresh()  # never resumed: no key is stored
+    rng = np.random.default_rng(randomness.entropy("input canaries", 0))
+    kind = _MaskedAutoencoderKind if mechanism.name in MAE_MECHANISMS else _ClassifierKind
+    run = kind(canaries, rng, mechanism.clip_norm)
+    included = rng.random(canaries) < 0.5
+    members = np.flatnonzero(included)
+    examples = run.data_examples + len(members)
+    ledger = mechanism.ledger(examples)
+    clipper = ClippedGradientSum(run.model, mechanism.clip_norm)
+    optimizer = run.optimizer(mechanism.sample_rate * examples)
+    dp_step = make_step(clipper, optimizer, ledger, examples, randomness, allow_large_delta=True)
+    try:
+        for step in range(mechanism.steps):
+            chosen = dp_step.batch(step)
+            dp_step(step, run.micro_batches(chosen, members))
+    finally:
+        clipper.close()
+    return InputCanaryRun(run.scores(), included, dp_step.ledger.epsilon_spent())
 
 
 def _parts(chosen: np.ndarray, members: np.ndarray, data_examples: int):

@@ -1,11 +1,28 @@
 """Privatising a summed clipped gradient: sum over ranks, add N(0, sigma^2 C^2) once, and
 normalise by the expected batch size.
 
-Every rank draws the same noise from a generator seeded by the run's keyed derivation of
-(noise, step) (`dpvip.privacy.randomness`), after the all-reduce, so the noise enters the
-global sum exactly once and every rank applies the same update without a broadcast. The
-noise does not depend on the number of ranks. Each coordinate is the sum of four draws
-divided by 2 (same law; see `randomness` for why).
+Every rank draws the same noise, after the all-reduce, from the run's keyed stream of
+(noise, step) (`dpvip.privacy.randomness`), so the noise enters the global sum exactly once
+and every rank applies the same update without a broadcast. The noise does not depend on the
+number of ranks. Each coordinate is the sum of four draws divided by 2 (same law; see
+`randomness` for why).
+
+Key material. Each release (a step's noise, or another noisy release: `purpose`) has 256
+bits of key material, HMAC-SHA256 of the run's secret. The noise is drawn in chunks of
+`NOISE_CHUNK` coordinates, each from generators whose whole state is expanded from that
+material and the chunk's number by SHAKE-256:
+
+- CPU: one mt19937 generator per chunk, its 624 32-bit state words (19,968 bits) all set
+  from the material with `set_state` (`keyed_cpu_generator`). `manual_seed` would keep the
+  low 32 bits of a seed only: 2^32 streams, which a search enumerates.
+- CUDA: Philox's state is a 64-bit key and a 64-bit counter offset (a multiple of 4): 125
+  bits set from the material (`keyed_philox_state`). Two such generators, with independent
+  material, give each draw's 64-bit words, XORed (`_xor_normal_`), then turned into normals
+  by Box-Muller: guessing one generator tells nothing about the XOR, so a search must guess
+  both (250 bits). Unit-tested on CPU generators; it has not run on a GPU yet.
+
+So every draw rests on the 256 bits of the step's material. Chunks are drawn on all of
+torch's CPU threads at once, with the same bits whatever their number.
 
 Normalisation is by the expected batch size q * n, not by the realised one: the realised
 size is data-dependent and not privatised, while q * n is public (opacus does the same, and
@@ -14,43 +31,116 @@ the ViP paper's equation 3 divides by the average batch size B).
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from dpvip.privacy.randomness import RunRandomness
 
 DRAWS = 4  # N(0, s^2) as (x1 + x2 + x3 + x4) / 2, as opacus' secure_mode draws it
 NOISE_CHUNK = 1 << 22  # coordinates drawn at a time (16 MiB of float32); part of the stream's layout
-CHUNK_SEED_BOUND = (1 << 63) - 1  # each chunk's generator takes a 63-bit seed, as the step's does
+MT_WORDS = 624  # mt19937's state: 624 words of 32 bits
+# torch's CPU generator state (CPUGeneratorImplState, 5,056 bytes): the_initial_seed (u64),
+# left (i32), seeded (i32), next (u64), then the 624 state words, each stored as a u64.
+MT_STATE_OFFSET = 24
+_MT_TEMPLATE = torch.Generator().manual_seed(0).get_state()  # left = 1, seeded, next = 0
 
 
-def noise_generator(randomness: RunRandomness, step: int, device: torch.device, purpose: str = "noise"):
-    """The generator of `step`'s noise (or of another noisy release: `purpose`)."""
-    return torch.Generator(device=device).manual_seed(randomness.seed(purpose, step))
+@dataclass(frozen=True)
+class NoiseStream:
+    """The noise of one release: 256 bits of key `material` (never printed) and the device."""
+
+    material: bytes
+    device: torch.device
+
+    def __repr__(self) -> str:
+        return f"NoiseStream(device={self.device})"
+
+    def chunk_material(self, chunk: int, label: bytes, size: int) -> bytes:
+        """`size` bytes for chunk `chunk` (`label` tells a chunk's generators apart)."""
+        message = b"dpvip noise chunk\0" + label + b"\0" + chunk.to_bytes(8, "big") + self.material
+        return hashlib.shake_256(message).digest(size)
+
+    def draw_(self, out: torch.Tensor, chunk: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        """A function filling its argument (of `out`'s device) with N(0, 1) draws of chunk
+        `chunk`'s stream, one draw after another."""
+        if out.device.type == "cpu":
+            generator = keyed_cpu_generator(self.chunk_material(chunk, b"mt19937", 4 * MT_WORDS))
+            return lambda scratch: scratch.normal_(generator=generator)
+        first, second = (
+            _philox(self.chunk_material(chunk, label, 16), out.device) for label in (b"philox a", b"philox b")
+        )
+        return lambda scratch: _xor_normal_(scratch, first, second)
 
 
-def add_gaussian_noise_(values: torch.Tensor, std: float, generator: torch.Generator) -> torch.Tensor:
+def keyed_cpu_generator(words: bytes) -> torch.Generator:
+    """A CPU (mt19937) generator whose 624 state words are `words` (2,496 bytes): every bit of
+    the state is key material, unlike `manual_seed`, which keeps 32 bits of a seed."""
+    if len(words) != 4 * MT_WORDS:
+        raise ValueError(f"an mt19937 state takes {4 * MT_WORDS} bytes, not {len(words)}")
+    state = _MT_TEMPLATE.clone()
+    wide = np.frombuffer(words, dtype="<u4").astype("<u8")  # stored widened to 64 bits
+    state[MT_STATE_OFFSET : MT_STATE_OFFSET + 8 * MT_WORDS] = torch.from_numpy(wide.view(np.uint8).copy())
+    generator = torch.Generator()
+    generator.set_state(state)
+    return generator
+
+
+def keyed_philox_state(material: bytes) -> torch.Tensor:
+    """A CUDA (Philox) generator state from 16 bytes: the 64-bit key and a counter offset,
+    which Philox needs to be a multiple of 4 below 2^63 (61 bits): 125 bits in all."""
+    seed = int.from_bytes(material[:8], "little")
+    offset = 4 * (int.from_bytes(material[8:16], "little") >> 3)
+    return torch.tensor([seed - (1 << 64) if seed >= 1 << 63 else seed, offset], dtype=torch.int64).view(torch.uint8)
+
+
+def _philox(material: bytes, device: torch.device) -> torch.Generator:
+    generator = torch.Generator(device=device)
+    generator.set_state(keyed_philox_state(material))
+    return generator
+
+
+def _xor_normal_(out: torch.Tensor, first: torch.Generator, second: torch.Generator) -> torch.Tensor:
+    """N(0, 1) draws into `out` (float32) from the XOR of two generators' 64-bit words: one
+    Box-Muller normal per word, from its two 24-bit halves (u1 in (0, 1], u2 in [0, 1))."""
+    words = torch.empty(out.shape, dtype=torch.int64, device=out.device)
+    words.random_(-(1 << 63), None, generator=first)
+    words.bitwise_xor_(torch.empty_like(words).random_(-(1 << 63), None, generator=second))
+    scale = 2.0**-24
+    u1 = ((words >> 40) & 0xFFFFFF).add_(1).to(torch.float64).mul_(scale)
+    u2 = ((words >> 8) & 0xFFFFFF).to(torch.float64).mul_(scale)
+    normals = u1.log_().mul_(-2).sqrt_().mul_(u2.mul_(2 * math.pi).cos_())
+    return out.copy_(normals)
+
+
+def noise_stream(randomness: RunRandomness, step: int, device: torch.device, purpose: str = "noise") -> NoiseStream:
+    """The stream of `step`'s noise (or of another noisy release: `purpose`)."""
+    return NoiseStream(randomness.material(purpose, step), torch.device(device))
+
+
+def add_gaussian_noise_(values: torch.Tensor, std: float, stream: NoiseStream) -> torch.Tensor:
     """values += N(0, std^2) per coordinate, in place, as DRAWS standard draws each scaled by
     std / sqrt(DRAWS). Drawn chunk by chunk into a scratch buffer: the noise of a 100M-
     parameter model then costs a chunk of memory per thread, not several model-sized
     temporaries (which also cost a page fault per 4 KiB on CPU). Chunk k draws from its own
-    generator, seeded by `generator`'s k-th draw, so that on CPU (where one `normal_` runs on
-    one thread) the chunks are drawn on all of torch's threads at once, with the same result
-    whatever their number."""
+    keyed generators, so that on CPU (where one `normal_` runs on one thread) the chunks are
+    drawn on all of torch's threads at once, with the same result whatever their number."""
     flat = values.view(-1)
     chunks = flat.split(NOISE_CHUNK)
-    seeds = torch.randint(CHUNK_SEED_BOUND, (len(chunks),), generator=generator, device=generator.device).tolist()
     workers = min(torch.get_num_threads(), len(chunks)) if flat.device.type == "cpu" else 1
 
     def draw_every(first: int) -> None:  # chunks first, first + workers, ...: one scratch buffer
         scratch = torch.empty(min(NOISE_CHUNK, flat.numel()), device=flat.device, dtype=flat.dtype)
         for k in range(first, len(chunks), workers):
-            part, own = chunks[k], torch.Generator(device=flat.device).manual_seed(seeds[k])
-            draw = scratch[: part.numel()]
+            part = chunks[k]
+            draw = stream.draw_(part, k)
             for _ in range(DRAWS):
-                part.add_(draw.normal_(generator=own), alpha=std / DRAWS**0.5)
+                part.add_(draw(scratch[: part.numel()]), alpha=std / DRAWS**0.5)
 
     if workers == 1:
         draw_every(0)
@@ -60,9 +150,9 @@ def add_gaussian_noise_(values: torch.Tensor, std: float, generator: torch.Gener
     return values
 
 
-def gaussian_noise(shape: torch.Size | tuple, std: float, generator: torch.Generator) -> torch.Tensor:
+def gaussian_noise(shape: torch.Size | tuple, std: float, stream: NoiseStream) -> torch.Tensor:
     """N(0, std^2) values of `shape` (float32): the noise `add_gaussian_noise_` adds."""
-    return add_gaussian_noise_(torch.zeros(shape, device=generator.device, dtype=torch.float32), std, generator)
+    return add_gaussian_noise_(torch.zeros(shape, device=stream.device, dtype=torch.float32), std, stream)
 
 
 def privatize_(
@@ -70,7 +160,7 @@ def privatize_(
     noise_multiplier: float,
     clip_norm: float,
     expected_batch_size: float,
-    generator: torch.Generator,
+    stream: NoiseStream,
     all_reduce: Callable[[torch.Tensor], None] = lambda flat: None,
 ) -> torch.Tensor:
     """In place: `flat` (this rank's clipped sums, end to end, float32) becomes (global sum +
@@ -79,7 +169,7 @@ def privatize_(
     saves a 400 MB copy (and on CPU its page faults) per step."""
     all_reduce(flat)
     if noise_multiplier > 0:
-        add_gaussian_noise_(flat, noise_multiplier * clip_norm, generator)
+        add_gaussian_noise_(flat, noise_multiplier * clip_norm, stream)
     return flat.div_(expected_batch_size)
 
 
@@ -88,10 +178,10 @@ def privatize(
     noise_multiplier: float,
     clip_norm: float,
     expected_batch_size: float,
-    generator: torch.Generator,
+    stream: NoiseStream,
     all_reduce: Callable[[torch.Tensor], None] = lambda flat: None,
 ) -> list[torch.Tensor]:
     """`privatize_` on a flat copy of `sums` (left as they are), split back per tensor."""
     flat = torch.cat([total.reshape(-1).float() for total in sums])
-    privatize_(flat, noise_multiplier, clip_norm, expected_batch_size, generator, all_reduce)
+    privatize_(flat, noise_multiplier, clip_norm, expected_batch_size, stream, all_reduce)
     return [part.view_as(total) for part, total in zip(flat.split([t.numel() for t in sums]), sums)]

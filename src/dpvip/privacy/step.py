@@ -33,7 +33,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import check_delta
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import noise_generator, privatize_
+from dpvip.privacy.noise import noise_stream, privatize_
 from dpvip.privacy.optimizers import set_gradients
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches
@@ -101,6 +101,11 @@ class DPStep:
         passes returning per-example losses)."""
         clipper = self.clipper
         if self.ledger is not None:
+            if step != self.ledger.steps_done:  # a repeated number would repeat its batch and noise
+                raise DpvipInputError(
+                    f"step {step} is not the ledger's next step {self.ledger.steps_done}: each step number is "
+                    "taken once, as its Poisson batch and noise are drawn from it"
+                )
             if clipper.clip_norm != self.ledger.clip_norm:
                 raise DpvipInputError(
                     f"the clipper's norm {clipper.clip_norm} is not the ledger's {self.ledger.clip_norm}"
@@ -116,10 +121,10 @@ class DPStep:
                 losses, norms = clipper.add(losses_of)
             loss_sum += losses.sum().double() / clipper.views
             clipped += (norms > clipper.clip_norm).sum()
-        generator = noise_generator(self.randomness, step, device)
+        stream = noise_stream(self.randomness, step, device)
         # In place: the clipper's sums are reset before they are used again.
         privatize_(
-            clipper.flat, self.noise_multiplier, clipper.clip_norm, self.expected_batch_size, generator, self.all_reduce
+            clipper.flat, self.noise_multiplier, clipper.clip_norm, self.expected_batch_size, stream, self.all_reduce
         )
         set_gradients(clipper.params, clipper.sums)
         self.optimizer.step()

@@ -35,7 +35,7 @@ from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ema import EMA
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
-from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.randomness import RunRandomness, release_key
 from dpvip.privacy.sampling import example_seed
 from dpvip.privacy.step import DPStep
 from dpvip.randp.augmult import augmult_views
@@ -97,9 +97,10 @@ class PrivateTraining:
         self.phase = None  # (phase, clipper, optimizer) of the current phase
         self.dp_step: DPStep | None = None  # made with the first phase's clipper; the run's ledger and noise
         self._ledger = ledger
-        # The run's noise, batches and augmentations: its secret beside its state (or its
-        # seed), one stream per run fingerprint.
-        self.randomness = RunRandomness.for_run(settings.randomness, run_dir, settings.seed, self.fingerprint())
+        # The run's noise, batches and augmentations: its secret key for its folder, in the key
+        # store (or its seed), one stream per run fingerprint (settings, data, n, start).
+        self.run_dir = Path(run_dir)
+        self.randomness = RunRandomness.for_run(settings.randomness, run_dir, settings.seed, self.run_fingerprint())
         if self._ledger is not None:  # what a stored ledger is checked against on resume
             self._ledger = self._ledger.of_run(self.randomness.mode, self.examples)
 
@@ -107,8 +108,17 @@ class PrivateTraining:
     def ledger(self) -> PrivacyLedger | None:
         return self.dp_step.ledger if self.dp_step else self._ledger
 
+    def run_fingerprint(self) -> dict:
+        return {
+            "settings": self.settings.fingerprint(),
+            "init": self.init_fingerprint,
+            "examples": self.examples,
+            "data": self.train.digest(),
+        }
+
     def fingerprint(self) -> dict:
-        return {"settings": self.settings.fingerprint(), "init": self.init_fingerprint, "examples": self.examples}
+        """The run's, and its key's name: a state saved under another key is not resumed."""
+        return self.run_fingerprint() | {"key": self.randomness.identity()}
 
     # --- phases ----------------------------------------------------------------------------
     def _enter(self, phase: int) -> None:
@@ -188,11 +198,11 @@ class PrivateTraining:
         if not self.state_path.is_file():
             return
         state = checkpoint.load(self.state_path)
+        if self._ledger:  # first: another mechanism is named as such, not as another key
+            self._ledger = self._ledger.resumed(state["privacy"], state["step"], str(self.state_path))
         difference = first_difference(state["fingerprint"], self.fingerprint())
         if difference:
             raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete it to start over")
-        if self._ledger:
-            self._ledger = self._ledger.resumed(state["privacy"], state["step"], str(self.state_path))
         self.network.load_state_dict(state["network"])
         self.ema.load_state_dict(state["ema"])
         if state["phase"]:
@@ -225,7 +235,11 @@ class PrivateTraining:
                     )
         if self.phase:
             self.phase[1].close()
-        return self.result(time.perf_counter() - started)
+        result = self.result(time.perf_counter() - started)
+        # The run is done: its state and key go, so a forced rerun trains afresh with a new key.
+        self.state_path.unlink(missing_ok=True)
+        release_key(self.run_dir)
+        return result
 
     def privacy_record(self) -> dict:
         if not self.ledger:

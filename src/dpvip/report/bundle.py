@@ -70,17 +70,20 @@ class Verification:
     unlisted: list[str] = field(default_factory=list)
     unstated: list[str] = field(default_factory=list)  # published without a privacy status
     not_private: str | None = None  # the statement's note when the runs were seeded
+    allow_not_private: bool = False  # a seeded bundle passes only when asked (tests, reproductions)
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.changed or self.unstated)
+        refused = bool(self.not_private) and not self.allow_not_private
+        return not (self.missing or self.changed or self.unstated or refused)
 
 
-def verify_bundle(bundle: str | Path) -> Verification:
-    """Compare every file listed in the manifest with its hash; list files it does not name."""
+def verify_bundle(bundle: str | Path, allow_not_private: bool = False) -> Verification:
+    """Compare every file listed in the manifest with its hash; list files it does not name.
+    A bundle of seeded (not private) runs fails unless `allow_not_private`."""
     bundle = Path(bundle)
     manifest = bundle / MANIFEST
-    result = Verification()
+    result = Verification(allow_not_private=allow_not_private)
     if not manifest.is_file():
         result.missing.append(MANIFEST)
         return result

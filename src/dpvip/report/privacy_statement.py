@@ -167,8 +167,37 @@ STATUSES: list[tuple[str, Status]] = [
         Status(True, "partly", "the Snakemake report holds every table and figure here: each keeps its status"),
     ),
 ]
-MEHTA_SELECTION = "learning rate picked on test accuracy (as Mehta et al. tune it)"
-PROBE_SELECTION = "linear-probe learning rate picked on the test split (ViP's probe grid)"
+MEHTA_SELECTION = (
+    "learning rate picked on test accuracy (as Mehta et al. tune it): covered by the grid's composed "
+    "epsilon (grid_composition), not by one run's"
+)
+PROBE_SELECTION = (
+    "linear-probe learning rate picked on the test split (ViP's probe grid): the probe trains on "
+    "downstream data, not on the private set, so the pick needs no composition"
+)
+# Outputs that hold other outputs (the Snakemake report): their mechanisms are their parts'.
+INHERITS = ("report",)
+# What the guarantee is about, and the choice made for exact counts (see `RELATION`).
+UNIT = "one image (one example of a DP run's private training set)"
+RELATION = {
+    "neighbouring": "add/remove one example: the accountants (RDP, PRV, PLD, GDP) bound add/remove neighbours",
+    "sensitivity": (
+        "each example's clipped gradient (or clipped feature) has norm at most C, so a sum of them changes by at "
+        "most C when one example is added or removed; the noise N(0, sigma^2 C^2) is calibrated to that. A release "
+        "divided by n (q n for Poisson steps) divides by a count published outside the guarantee: the division "
+        "is post-processing given n. Under replace-one, which a public n would suggest, the same sums change by "
+        "up to 2C and the stated epsilon would not hold"
+    ),
+    "exact_counts": "published, outside the guarantee",
+    "counts_published": [
+        "n, the examples of each run (ledgers, privacy.json, model.pt `samples`), and delta * n",
+        "the realised Poisson batch sizes (metrics.jsonl, batch-size summaries) and images seen",
+    ],
+    "why": (
+        "the papers publish their dataset sizes; under add/remove an exact count is not covered by the "
+        "guarantee (it changes by one between neighbours), so it is marked outside rather than claimed"
+    ),
+}
 
 
 def status(output: str) -> Status:
@@ -224,7 +253,11 @@ def _selection(output: str, records: list) -> str | None:
 
 def build_statement(files: list[str], sources: dict[str, list[dict]]) -> dict:
     """The statement of a bundle holding `files` (bundle-relative), `sources` giving the result
-    records each private-derived output was built from ({output: [record]})."""
+    records each private-derived output was built from ({output: [record]}). An output said
+    to be inside the guarantee (wholly or partly) with no DP run's ledger behind it is
+    refused: nothing would back the claim."""
+    from dpvip.report.grid_privacy import grid_compositions
+
     entries: dict[str, dict] = {}
     for name in sorted(files):
         output = output_of(name)
@@ -242,11 +275,24 @@ def build_statement(files: list[str], sources: dict[str, list[dict]]) -> dict:
                 "mechanisms": runs,
                 "delta_at_least_1_over_n": any((m["delta_n"] or 0) >= 1 for m in runs),
             }
+            if output.startswith("mehta_"):
+                entry["grid_composition"] = grid_compositions(records)
         entries[output] = entry
+    parts = [m for e in entries.values() if e["output"] not in INHERITS for m in e.get("mechanisms", [])]
+    for entry in entries.values():
+        if entry["private_data"] and entry["output"] in INHERITS:
+            entry["mechanisms"] = list({json.dumps(m, sort_keys=True): m for m in parts}.values())
+        if entry["private_data"] and entry["inside_guarantee"] != "no" and not entry["mechanisms"]:
+            raise DpvipInputError(
+                f"published output '{entry['output']}' is said to be inside the DP guarantee but no DP run's "
+                "ledger is behind it: give its result files in the bundle's privacy sources"
+            )
     modes = {m["randomness"] for entry in entries.values() for m in entry.get("mechanisms", [])}
     statement = {
         "randomness": "seeded" if "seeded" in modes else "secret",
-        "private": "seeded" not in modes,
+        "private": "seeded" not in modes and "secret" in modes,
+        "unit": UNIT,
+        "relation": RELATION,
         "outputs": list(entries.values()),
     }
     return statement | ({"note": NOT_PRIVATE} if "seeded" in modes else {})
@@ -263,10 +309,22 @@ def _number(value) -> str:
 def render(statement: dict) -> str:
     """PRIVACY.md: what is inside the guarantee, what is not and why, the mechanisms."""
     lines = ["# Privacy statement", ""]
-    if not statement["private"]:
+    if "note" in statement:
         lines += [f"**{statement['note']}.** Nothing in this bundle is covered by a DP guarantee.", ""]
+    elif not statement["private"]:
+        lines += ["No DP run is behind this bundle.", ""]
     else:
         lines += ["Every DP run drew its noise and batches from a per-run secret that nothing here contains.", ""]
+    relation = statement["relation"]
+    lines += [
+        f"**Unit of privacy:** {statement['unit']}. **Neighbouring datasets:** {relation['neighbouring']}.",
+        "",
+        f"**Sensitivity:** {relation['sensitivity']}.",
+        "",
+        f"**Exact counts:** {relation['exact_counts']}: {'; '.join(relation['counts_published'])}. "
+        f"Why: {relation['why']}.",
+        "",
+    ]
     private = [e for e in statement["outputs"] if e["private_data"]]
     lines += ["| output | inside the (epsilon, delta) guarantee | why | hyper-parameters on test data |"]
     lines += ["| --- | --- | --- | --- |"]
@@ -283,6 +341,12 @@ def render(statement: dict) -> str:
                 f"- {m['runs']} run(s): {m['accountant']}, q = {m['q']:.4g}, sigma = {_number(m['sigma'])}, "
                 f"T = {m['steps']}, C = {m['clip_norm']}, delta = {_number(m['delta'])}, "
                 f"epsilon = {_number(m['epsilon'])}{delta_n}, randomness {m['randomness']}"
+            )
+        for grid in entry.get("grid_composition", []):
+            lines.append(
+                f"- a cell picked from a grid of {grid['runs']} such runs: composed epsilon "
+                f"{grid['composed_epsilon']:.4g} at delta {_number(grid['delta'])} ({grid['accountant']}), "
+                f"one run's {_number(grid['single_run_epsilon'])}"
             )
         lines.append("")
     lines += ["## Not derived from private data", ""]

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpvip.privacy.randomness import NOT_PRIVATE
+
 TABLE_SUFFIXES = (".csv", ".md", ".tex")
+NOT_PRIVATE_MARK = NOT_PRIVATE.split(":")[0]  # "NOT PRIVATE"
 
 
 def _formatted(frame: pd.DataFrame, digits: int) -> pd.DataFrame:
@@ -31,10 +34,17 @@ def write_table(frame: pd.DataFrame, csv_path: str | Path, title: str, notes: li
     """
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
+    # Built on seeded (not private) runs: said in every form's body, not only in its notes
+    # (a CSV has none, and a LaTeX note is a comment that no reader sees).
+    warning = next((note for note in notes if note.startswith(NOT_PRIVATE_MARK)), None)
+    if warning:
+        frame = frame.assign(privacy=NOT_PRIVATE_MARK)
+        title = f"{NOT_PRIVATE_MARK}: {title}"
     frame.to_csv(csv_path, index=False)
     readable = _formatted(frame, digits)
     notes_md = "\n".join(f"- {note}" for note in notes)
-    csv_path.with_suffix(".md").write_text(f"# {title}\n\n{notes_md}\n\n{readable.to_markdown(index=False)}\n")
+    banner = f"**{warning}**\n\n" if warning else ""
+    csv_path.with_suffix(".md").write_text(f"# {title}\n\n{banner}{notes_md}\n\n{readable.to_markdown(index=False)}\n")
     latex = readable.to_latex(index=False, caption=title, escape=True, longtable=True)
     notes_tex = "".join(f"% {note}\n" for note in notes)
     csv_path.with_suffix(".tex").write_text(notes_tex + latex)

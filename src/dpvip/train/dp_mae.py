@@ -23,7 +23,7 @@ from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
-from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.randomness import RunRandomness, release_key
 from dpvip.privacy.step import DPStep
 from dpvip.plan.dp_pretrain import DPPretrainSettings
 from dpvip.train.optim import warmup_cosine
@@ -43,7 +43,7 @@ class DPMAETraining(MAERun):
         progress: bool = True,
     ):
         super().__init__(settings, data_index, run_dir, progress)
-        examples = settings.examples_of(len(self.reader))
+        examples = self.sampler_size = settings.examples_of(len(self.reader))
         self.sample_rate = settings.sample_rate(examples)
         ledger = PrivacyLedger.calibrate(
             settings.accountant,
@@ -97,17 +97,27 @@ class DPMAETraining(MAERun):
         return self.dp_step.ledger
 
     def _randomness(self) -> RunRandomness:
-        """The run's noise and batches: its secret in work/ (made by rank 0 on the first start,
-        read by every rank), or its seed; one stream per run fingerprint, so a run restarted
-        with other settings or data never repeats the noise of the first."""
+        """The run's noise and batches: its secret key for work/ in the key store (made by rank
+        0 on the first start, only read by the others), or its seed; one stream per run
+        fingerprint (settings, shard contents, n and the starting checkpoint's SHA-256), so a
+        run restarted with other settings, data or weights never repeats the noise."""
         work, seed = self.run_dir / "work", self.settings.seed
         if self.dist.is_main:
             RunRandomness.for_run(self.settings.randomness, work, seed, {})
         self.dist.barrier()
-        return RunRandomness.for_run(self.settings.randomness, work, seed, self.fingerprint())
+        randomness = RunRandomness.for_run(
+            self.settings.randomness, work, seed, self.run_fingerprint(), create=self.dist.is_main
+        )
+        self.key_identity = randomness.identity()
+        return randomness
+
+    def run_fingerprint(self) -> dict:
+        return super().fingerprint() | {"init": self.init_fingerprint, "examples": self.sampler_size}
 
     def fingerprint(self) -> dict:
-        return super().fingerprint() | {"init": self.init_fingerprint}
+        """The run's, and its key's name: a state saved under a key since deleted (the run
+        finished, or the key store was lost) is not resumed."""
+        return self.run_fingerprint() | {"key": self.key_identity}
 
     # --- ledger in the state ---------------------------------------------------------------
     def extra_state(self) -> dict:
@@ -153,6 +163,9 @@ class DPMAETraining(MAERun):
                 record["privacy"] | {"examples": record["examples"], "init": record["init"]},
                 self.run_dir / "privacy.json",
             )
+            # The run is done: its state and key go, so a forced rerun trains afresh with a new key.
+            self.state_path.unlink(missing_ok=True)
+            release_key(self.run_dir / "work")
         return record
 
 

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from dpvip.files import private_work_dir, sha256, write_json
 from dpvip.plan.transfer import FeatureSet, Run
+from dpvip.privacy.randomness import release_key
 
 log = logging.getLogger(__name__)
 TEST_CROP = "center"  # the test split is always centre-cropped (Mehta et al.'s evaluation)
@@ -97,12 +98,14 @@ def build_feature_cache(
     return meta | {"data": data}
 
 
-def _randomness(run: Run, work_dir: Path):
-    """The run's own stream from the study's key (or, seeded, from the run's seed)."""
+def _randomness(run: Run, work_dir: Path, fingerprint: dict):
+    """The run's own stream from the study's key (or, seeded, from the run's seed), keyed by
+    `fingerprint`: the run, its feature cache's digest and n, so a run on changed features
+    never repeats the noise of the first."""
     from dpvip.privacy.randomness import RunRandomness
 
     settings = run.settings
-    return RunRandomness.for_run(settings["randomness"], work_dir, settings["seed"], run.record())
+    return RunRandomness.for_run(settings["randomness"], work_dir, settings["seed"], fingerprint)
 
 
 def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
@@ -190,8 +193,14 @@ def run_study(
                 path = run.features.path
                 if path not in opened:
                     opened[path] = open_cache(caches[path])  # checks every file's hash, once per job
-                randomness = _randomness(run, work)
-                fingerprint = {"run": run.record(), "features": digests[path]}
+                fingerprint = {
+                    "run": run.record(),
+                    "features": digests[path],
+                    "examples": len(opened[path].train_labels),
+                }
+                randomness = _randomness(run, work, fingerprint)
+                # the state belongs to the run's key: one left by a deleted key is refused
+                fingerprint |= {"key": randomness.identity()}
                 with LoopState(state_path(work, run), fingerprint, STATE_EVERY[run.kind]) as state:
                     result = _train(run, opened[path], randomness, state, progress)
                     done[run.key] = run.record() | {"result": result}
@@ -205,4 +214,5 @@ def run_study(
     result = {"study": study, "runs": records, "features": features, "seconds": round(time.perf_counter() - started, 1)}
     write_json(result, out)
     partial.unlink()
+    release_key(work)  # every run is done: a rerun of the study starts over with a new key
     return result

@@ -53,7 +53,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.privacy import check_randomness, gaussian
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.noise import gaussian_noise, noise_generator
+from dpvip.privacy.noise import NoiseStream, gaussian_noise, noise_stream
 from dpvip.privacy.optimizers import make_optimizer
 from dpvip.privacy.step import DPStep
 from dpvip.privacy.randomness import RunRandomness
@@ -150,27 +150,25 @@ def clipped_row_sum(features: torch.Tensor, feature_norm: float) -> torch.Tensor
 
 
 def noisy_mean(
-    total: torch.Tensor, examples: int, feature_norm: float, sigma: float, generator: torch.Generator | None
+    total: torch.Tensor, examples: int, feature_norm: float, sigma: float, noise: NoiseStream | None
 ) -> torch.Tensor:
     """(total + N(0, (sigma * feature_norm)^2) per coordinate) / examples, in fp32."""
     if sigma > 0:
-        total = total + gaussian_noise(total.shape, sigma * feature_norm, generator).double()
+        total = total + gaussian_noise(total.shape, sigma * feature_norm, noise).double()
     return (total / examples).float()
 
 
-def private_mean(
-    features: torch.Tensor, feature_norm: float, sigma: float, generator: torch.Generator | None
-) -> torch.Tensor:
+def private_mean(features: torch.Tensor, feature_norm: float, sigma: float, noise: NoiseStream | None) -> torch.Tensor:
     """The rows' mean + N(0, (sigma * feature_norm / n)^2) per coordinate: the Gaussian
     mechanism on the sum of the rows, each first clipped to L2 norm `feature_norm`, divided
     by the public n. Clipped in float64 to a hair under `feature_norm` (rows the caller
     normalised to it lose nothing measurable), so no row's norm exceeds it after rounding and
     the sum's sensitivity is `feature_norm`, not a rounding above it."""
-    return noisy_mean(clipped_row_sum(features, feature_norm), features.shape[0], feature_norm, sigma, generator)
+    return noisy_mean(clipped_row_sum(features, feature_norm), features.shape[0], feature_norm, sigma, noise)
 
 
 def streamed_private_mean(
-    stream: FeatureStream, feature_norm: float, sigma: float, generator: torch.Generator | None
+    stream: FeatureStream, feature_norm: float, sigma: float, noise: NoiseStream | None
 ) -> torch.Tensor:
     """`private_mean` of the stream's (prepared) rows, read a micro-batch at a time: the
     float64 sums of the micro-batches are added in order. With one micro-batch this is
@@ -181,7 +179,7 @@ def streamed_private_mean(
     for read in stream.readers():
         part = _row_sum(read, feature_norm)
         total = part if total is None else total + part
-    return noisy_mean(total, len(stream), feature_norm, sigma, generator)
+    return noisy_mean(total, len(stream), feature_norm, sigma, noise)
 
 
 def _row_sum(read, feature_norm: float) -> torch.Tensor:
@@ -302,7 +300,7 @@ def fit_probe(
         inputs.mean = restored["mean"]
     elif settings.sigma_ratio is not None:
         sigma = privacy["sigma_mean"] if privacy else 0.0
-        centre_noise = noise_generator(randomness, 0, device, CENTRE) if privacy else None
+        centre_noise = noise_stream(randomness, 0, device, CENTRE) if privacy else None
         raw = FeatureStream(rows, train_labels, statistics_rows(settings, width), device, inputs, stop)
         try:
             inputs.mean = streamed_private_mean(raw, settings.feature_norm, sigma, centre_noise)

@@ -38,7 +38,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings, mae_variant
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum, clip_factors
-from dpvip.privacy.noise import noise_generator, privatize, privatize_
+from dpvip.privacy.noise import noise_stream, privatize, privatize_
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.optimizers import set_gradients
 
@@ -130,11 +130,11 @@ class Method:
     def _noisy_step(self, sums: list[torch.Tensor], batch: int, flat: torch.Tensor | None = None) -> None:
         """Noise, set the gradients, step; `flat`: the buffer that `sums` are views of, noised in place."""
         # a benchmark releases nothing: its noise may come from a published seed
-        generator = noise_generator(RunRandomness.seeded(self.setup.seed), self.steps, torch.device(self.setup.device))
+        stream = noise_stream(RunRandomness.seeded(self.setup.seed), self.steps, torch.device(self.setup.device))
         if flat is None:
-            sums = privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, generator)
+            sums = privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, stream)
         else:
-            privatize_(flat, NOISE_MULTIPLIER, CLIP_NORM, batch, generator)
+            privatize_(flat, NOISE_MULTIPLIER, CLIP_NORM, batch, stream)
         set_gradients(self.params, sums)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)

@@ -27,7 +27,7 @@ from dpvip.privacy.bench.methods import (
     make_methods,
     trainable,
 )
-from dpvip.privacy.noise import add_gaussian_noise_, noise_generator
+from dpvip.privacy.noise import add_gaussian_noise_, noise_stream
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
 
@@ -183,9 +183,9 @@ def time_noise(setup: BenchSetup, rounds: int) -> dict:
     del model
     seconds = []
     for step in range(rounds):
-        generator = noise_generator(RunRandomness.seeded(setup.seed), step, flat.device)
+        stream = noise_stream(RunRandomness.seeded(setup.seed), step, flat.device)
         began = time.perf_counter()
-        add_gaussian_noise_(flat, NOISE_MULTIPLIER * CLIP_NORM, generator)
+        add_gaussian_noise_(flat, NOISE_MULTIPLIER * CLIP_NORM, stream)
         if setup.device.startswith("cuda"):
             torch.cuda.synchronize()
         seconds.append(time.perf_counter() - began)
