@@ -4,6 +4,7 @@ each is what a plausible broken implementation would do."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import torch
@@ -44,10 +45,11 @@ def noise_on_every_rank(monkeypatch):
     monkeypatch.setattr(step_module, "privatize_", lambda flat, sigma, *a, **k: privatize_(flat, 0.0, *a, **k))
 
     def make_step(clipper, optimizer, ledger, examples, randomness, *, rank, world, all_reduce, **kwargs):
-        own = noise_stream(randomness, rank, torch.device("cpu"), "rank noise")
         std = ledger.noise_multiplier * ledger.clip_norm / world
+        calls = itertools.count()  # a stream draws the same noise each time: one per rank and step
 
         def noisy_all_reduce(flat):
+            own = noise_stream(randomness, world * next(calls) + rank, torch.device("cpu"), "rank noise")
             flat += gaussian_noise(flat.shape, std, own)
             all_reduce(flat)
 

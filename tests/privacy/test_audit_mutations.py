@@ -29,6 +29,7 @@ from dpvip.privacy.canaries import AuditMechanism, audit_mechanism
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("torch_one_thread")]
 
 DP_FINETUNE = AuditMechanism("dp_finetune", "rdp", 256 / 1437, 12, 7.87, 1 / 2874, 0.1, 0.72)
+SEED = 35  # the white-box runs seeded (NOT private): the tests repeat
 MEHTA_HEAD = AuditMechanism("mehta_head", "prv", 1.0, 1, 8.0, 1e-6, 1.0, 0.6529353843582161)
 
 
@@ -42,32 +43,42 @@ def largest_valid_bound(record: dict) -> tuple[str, float]:
 
 
 def test_noise_halved_is_caught_in_dp_finetuning(monkeypatch):
-    """Measured: tight white-box 9.0-9.3 against 7.87."""
+    """Seeded: tight white-box 8.80 against 7.87 (8.1-9.4 over 6 secret keys)."""
     halve_noise(monkeypatch)
-    record = audit_mechanism(DP_FINETUNE, AuditSettings())
+    record = audit_mechanism(DP_FINETUNE, AuditSettings(), seed=SEED)
     key, bound = largest_valid_bound(record)
     assert key == "tight_white_box" and bound > record["claimed_epsilon"]
 
 
 def test_a_layer_left_unclipped_is_caught_in_dp_finetuning():
     """Canaries of 10 C in the unclipped layer shift their coordinate by 10 noise units' worth:
-    every member drawn in is seen; measured 10.6 against 7.87."""
-    record = audit_mechanism(DP_FINETUNE, AuditSettings(), make_step=unclipped_second_layer)
+    every member drawn in is seen; seeded: 10.57 against 7.87."""
+    record = audit_mechanism(DP_FINETUNE, AuditSettings(), seed=SEED, make_step=unclipped_second_layer)
     key, bound = largest_valid_bound(record)
     assert bound > record["claimed_epsilon"]
 
 
 def test_a_step_not_charged_is_caught_in_a_single_step_head(monkeypatch):
-    """Mehta's single full-batch step charged as none: the run claims epsilon 0."""
+    """Mehta's single full-batch step charged as none: the run claims epsilon 0; seeded: 3.30."""
     leave_a_step_uncharged(monkeypatch)
-    record = audit_mechanism(MEHTA_HEAD, AuditSettings())
+    record = audit_mechanism(MEHTA_HEAD, AuditSettings(), seed=SEED)
     key, bound = largest_valid_bound(record)
     assert record["claimed_epsilon"] == 0.0 and bound > 1.0
 
 
 def test_noise_on_every_rank_is_caught_in_dp_finetuning_on_4_ranks(monkeypatch):
     """4 ranks (threads) each add sigma C / 4 and none is added after the all-reduce: sigma / 2
-    in the sum, as with the noise halved."""
-    record = audit_mechanism(DP_FINETUNE, AuditSettings(), make_step=noise_on_every_rank(monkeypatch), world=4)
+    in the sum, as with the noise halved; seeded: 8.85 against 7.87."""
+    record = audit_mechanism(
+        DP_FINETUNE, AuditSettings(), seed=SEED, make_step=noise_on_every_rank(monkeypatch), world=4
+    )
     key, bound = largest_valid_bound(record)
     assert bound > record["claimed_epsilon"]
+
+
+def test_the_same_audit_of_the_correct_step_stays_within_the_claim():
+    """The seeds above without a bug: DP fine-tuning's valid bounds at or below its claim (tight
+    white-box 4.50 against 7.87)."""
+    record = audit_mechanism(DP_FINETUNE, AuditSettings(), seed=SEED)
+    key, bound = largest_valid_bound(record)
+    assert bound <= record["claimed_epsilon"]

@@ -307,15 +307,29 @@ def mechanism_from_ledger(name: str, result: dict) -> AuditMechanism:
 
 
 def audit_mechanism(
-    mechanism: AuditMechanism, settings: AuditSettings, make_step: Callable[..., DPStep] = DPStep, world: int = 1
+    mechanism: AuditMechanism,
+    settings: AuditSettings,
+    make_step: Callable[..., DPStep] = DPStep,
+    world: int = 1,
+    seed: int | None = None,
 ) -> dict:
     """The empirical lower bounds on `mechanism`'s epsilon beside the epsilon it claims, each
-    with its power. `make_step` and `world` reach the white-box runs (tests inject bugs)."""
+    with its power. `make_step` and `world` reach the white-box runs (tests inject bugs);
+    `seed` makes white-box run k seeded by seed + k (NOT private: repeatable tests), where
+    by default each run draws a fresh secret."""
     settings.check()
+    count = iter(range(settings.runs_for(mechanism.sample_rate)))
 
     def white_box_run() -> CanaryRun:
+        k = next(count)
         return audit_run(
-            mechanism, settings.canaries, settings.width, settings.canary_norm, make_step=make_step, world=world
+            mechanism,
+            settings.canaries,
+            settings.width,
+            settings.canary_norm,
+            randomness=None if seed is None else RunRandomness.seeded(seed + k),
+            make_step=make_step,
+            world=world,
         )
 
     first = white_box_run()
