@@ -53,7 +53,8 @@ def empirical_table(records: list[dict]) -> tuple[pd.DataFrame, str, list[str]]:
         "mechanism's q, sigma, T, C and delta read from one of its runs; the attacker sees every update. "
         "A correct implementation stays at or below the claimed epsilon; a bound above it is a bug.",
         "power <column>: the largest value the column can report with its canaries, guesses, runs, delta and "
-        "confidence (every guess right, no error on a threshold). A column whose power is below the claimed "
+        "confidence (every guess right, no error on a threshold; 50 is the search's ceiling). A column whose "
+        "power is below the claimed "
         f"epsilon could not have refuted the claim whatever the code did ('{CANNOT_REFUTE}' lists them): its bound "
         "is no evidence that the mechanism keeps its claim.",
         "one-run: Steinke, Nasr and Jagielski (2023), one run, each canary in with probability 1/2, guesses on "
@@ -79,13 +80,19 @@ def empirical_table(records: list[dict]) -> tuple[pd.DataFrame, str, list[str]]:
 def empirical_figure(points: list[dict]) -> plt.Figure:
     """Lower bounds against the claimed epsilon of one full-batch step, with y = x."""
     claimed = [p["claimed_epsilon"] for p in points]
-    figure, axis = plt.subplots(figsize=(6.0, 4.5))
+    figure, axis = plt.subplots(figsize=(6.5, 6.0))
     axis.plot(claimed, claimed, color="grey", linestyle="--", label="claimed (the accountant)")
+    # the claims and the valid bounds' powers set the scale; a power above it is named, not drawn
+    top = 1.15 * max(claimed + [p[f"{key}_power"] for p in points for key in VALID_BOUNDS])
     for key, label in AUDIT_COLUMNS.items():
         (line,) = axis.plot(claimed, [p[key] for p in points], marker=MARKERS[key], label=label)
+        power = [p[f"{key}_power"] for p in points]
+        span = f"{min(power):.3g}" + (f"-{max(power):.3g}" if max(power) > min(power) else "")
+        above = f" ({span}: off the plot)" if min(power) > top else ""
         axis.plot(  # its power: the most it could show, dotted in its colour
-            claimed, [p[f"{key}_power"] for p in points], linestyle=":", color=line.get_color(), label=f"{label}, power"
+            claimed, power, linestyle=":", color=line.get_color(), label=f"{label}, power{above}"
         )
+    axis.set_ylim(bottom=0.0, top=top)
     first = points[0]
     axis.set_xlabel("claimed epsilon")
     axis.set_ylabel(f"lower bound at {first['confidence']:.0%} confidence")
@@ -95,5 +102,6 @@ def empirical_figure(points: list[dict]) -> plt.Figure:
         fontsize=9,
     )
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7)
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
+    figure.tight_layout()
     return figure
