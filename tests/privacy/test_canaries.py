@@ -35,8 +35,7 @@ def one_run_bound(run) -> float:
 def test_scores_have_the_promised_law():
     """Each inclusion shifts a score by 1 (C / (q n) in the gradient); the noise is sigma."""
     run = audit_run(MECHANISM, CANARIES, WIDTH)  # a fresh secret key
-    summed = run.observations.sum(axis=0)
-    inside, outside = summed[run.included], summed[~run.included]
+    inside, outside = run.sums[run.included], run.sums[~run.included]
     assert abs(run.included.mean() - 0.5) < 0.01
     assert inside.mean() - outside.mean() == pytest.approx(1.0, abs=5 * run.noise_multiplier / 140)
     assert outside.std() == pytest.approx(run.noise_multiplier, rel=0.02)
@@ -94,7 +93,7 @@ def test_noise_on_every_rank_is_caught(monkeypatch):
     from dpvip.privacy.auditing import gdp_epsilon
 
     run = audit_run(MECHANISM, CANARIES, WIDTH, randomness=SEEDED, make_step=noise_on_every_rank(monkeypatch), world=2)
-    assert run.observations[0, ~run.included].std() == pytest.approx(run.noise_multiplier / 2**0.5, rel=0.03)
+    assert run.sums[~run.included].std() == pytest.approx(run.noise_multiplier / 2**0.5, rel=0.03)
     bound = gdp_epsilon(run.scores[run.included], run.scores[~run.included], MECHANISM.delta)
     print(f"noise on every rank: claimed {run.epsilon_spent:.2f}, audit {bound:.2f}")
     assert bound > run.epsilon_spent
@@ -106,26 +105,26 @@ def test_noise_on_every_rank_is_caught(monkeypatch):
 def test_the_likelihood_ratio_score_is_the_mixture_against_the_noise():
     from scipy import stats
 
-    from dpvip.privacy.canaries import likelihood_ratio_scores
+    from dpvip.privacy.canaries import likelihood_ratio
 
     y = np.array([[0.3, -1.0, 2.5], [1.2, 0.0, -0.4]])  # T = 2 steps, 3 canaries
     q, sigma = 0.1, 0.8
     mixture = (1 - q) * stats.norm.pdf(y, 0, sigma) + q * stats.norm.pdf(y, 1, sigma)
     expected = np.log(mixture / stats.norm.pdf(y, 0, sigma)).sum(axis=0)
-    np.testing.assert_allclose(likelihood_ratio_scores(y, q, sigma), expected, rtol=1e-12)
+    np.testing.assert_allclose(likelihood_ratio(y, q, sigma).sum(axis=0), expected, rtol=1e-12)
     # full batch: the shifted, scaled sum
-    np.testing.assert_allclose(likelihood_ratio_scores(y, 1.0, sigma), (y.sum(axis=0) - 1.0) / sigma**2)
+    np.testing.assert_allclose(likelihood_ratio(y, 1.0, sigma).sum(axis=0), (y.sum(axis=0) - 1.0) / sigma**2)
 
 
 def test_per_step_scores_see_what_a_summed_score_dilutes():
     """DP-RandP Phase III at the embedded settings (q 0.099, T 24, sigma 0.70, epsilon 8 at
     1e-5), 20 seeded runs of 12,800 canaries: the tight bound from each canary's likelihood
-    ratio over its 24 steps against the one from its summed score (measured 3.69 and 2.40)."""
+    ratio over its 24 steps against the one from its summed score (measured 3.72 and 2.78)."""
     mechanism = AuditMechanism("dprandp_phase3", "prv", 0.09899, 24, 8.0, 1e-5, 1.0, 0.6997)
     runs = [audit_run(mechanism, 12_800, 80, randomness=RunRandomness.seeded(100 + k)) for k in range(20)]
     included = np.concatenate([run.included for run in runs])
     per_step = np.concatenate([run.scores for run in runs])
-    summed = np.concatenate([run.observations.sum(axis=0) for run in runs])
+    summed = np.concatenate([run.sums for run in runs])
     bounds = [auditing.tight_epsilon(s[included], s[~included], mechanism.delta) for s in (per_step, summed)]
     print(f"Phase III, 256,000 trials: tight bound per-step {bounds[0]:.2f}, summed {bounds[1]:.2f}")
     assert bounds[0] > bounds[1] + 0.5 and bounds[0] > 3.0

@@ -9,7 +9,7 @@ the real noise and the real ledger. Canaries sit on distinct weights, so every w
 coordinate of the privatized gradient sees exactly one canary (or none). The attacker reads
 canary j's coordinate at every step, y_t in units of C / (q n) (the shift one inclusion
 makes), and scores it by the log likelihood ratio of "member" (y_t = Bernoulli(q) + sigma z)
-against "not" (y_t = sigma z) over its T steps (`likelihood_ratio_scores`), as Nasr et al.
+against "not" (y_t = sigma z) over its T steps (`likelihood_ratio`), as Nasr et al.
 (2023) audit DP-SGD with Dirac gradient canaries: for a Poisson-subsampled run it sees the
 steps a canary was drawn in, which a summed score dilutes over all T; for a full-batch run it
 is the sum, shifted and scaled. Each canary is in the training set with probability 1/2 (Steinke et al.'s
@@ -96,37 +96,42 @@ class CanaryModel(nn.Module):
 
 
 class _Recorder(torch.optim.Optimizer):
-    """An optimizer that records each step's privatized gradient at the canaries' weights (all
-    the white-box scores need) and leaves the weights alone (a Linear layer's gradient of a
-    linear loss does not depend on them)."""
+    """An optimizer that reads each step's privatized gradient at the canaries' weights, in
+    units of one inclusion's shift, and adds it to each canary's sum and its likelihood ratio
+    to its score (all the white-box audit needs: T x m observations would not fit at paper
+    scale); it leaves the weights alone (a Linear layer's gradient of a linear loss does not
+    depend on them)."""
 
-    def __init__(self, params, coordinates: np.ndarray, width: int):
+    def __init__(self, params, coordinates: np.ndarray, width: int, shift: float, sample_rate: float, sigma: float):
         super().__init__(params, {})
         self.index = torch.as_tensor(np.ravel_multi_index(tuple(coordinates.T), (2, width, width)))
-        self.steps: list[torch.Tensor] = []
+        self.shift, self.sample_rate, self.sigma = shift, sample_rate, sigma
+        self.sums, self.scores = np.zeros(len(coordinates)), np.zeros(len(coordinates))
 
     def step(self, closure=None):
         grads = [p.grad.reshape(-1) for group in self.param_groups for p in group["params"]]
-        self.steps.append(torch.cat(grads)[self.index].double())
+        observed = torch.cat(grads)[self.index].double().numpy() / self.shift
+        self.sums += observed
+        self.scores += likelihood_ratio(observed, self.sample_rate, self.sigma)
 
 
 @dataclass
 class CanaryRun:
-    observations: np.ndarray  # (T, m): each step's coordinate, in units of one inclusion's shift
-    scores: np.ndarray  # (m,): their log likelihood ratio, higher = more likely a member
+    sums: np.ndarray  # (m,): the sum over steps of each canary's coordinate, in units of one inclusion's shift
+    scores: np.ndarray  # (m,): the log likelihood ratio of its T steps, higher = more likely a member
     included: np.ndarray  # (m,) bool
     epsilon_spent: float
     noise_multiplier: float
 
 
-def likelihood_ratio_scores(observations: np.ndarray, sample_rate: float, noise_multiplier: float) -> np.ndarray:
-    """sum_t log[(1 - q) N(y_t; 0, sigma^2) + q N(y_t; 1, sigma^2)] - log N(y_t; 0, sigma^2) for
-    each column of `observations` (T, m): the most powerful test of one canary's inclusion
-    from its T steps (Neyman-Pearson) when the run is what it claims."""
-    shifted = (np.asarray(observations, dtype=float) - 0.5) / noise_multiplier**2
+def likelihood_ratio(observed: np.ndarray, sample_rate: float, noise_multiplier: float) -> np.ndarray:
+    """log[(1 - q) N(y; 0, sigma^2) + q N(y; 1, sigma^2)] - log N(y; 0, sigma^2) of each
+    observation y of one step: summed over a canary's T steps, the most powerful test of its
+    inclusion (Neyman-Pearson) when the run is what it claims."""
+    shifted = (np.asarray(observed, dtype=float) - 0.5) / noise_multiplier**2
     if sample_rate >= 1:
-        return shifted.sum(axis=0)
-    return np.logaddexp(np.log1p(-sample_rate), np.log(sample_rate) + shifted).sum(axis=0)
+        return shifted
+    return np.logaddexp(np.log1p(-sample_rate), np.log(sample_rate) + shifted)
 
 
 def canary_coordinates(count: int, width: int, rng: np.random.Generator) -> np.ndarray:
@@ -194,10 +199,8 @@ def audit_run(
     errors = [rank.error for rank in ranks if rank.error is not None]
     if errors:  # the first real failure, not a rank's broken wait for it
         raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
-    shift = mechanism.clip_norm / (mechanism.sample_rate * len(members))  # one inclusion, clipped
-    observations = torch.stack(ranks[0].recorder.steps).numpy() / shift
-    scores = likelihood_ratio_scores(observations, mechanism.sample_rate, ledger.noise_multiplier)
-    return CanaryRun(observations, scores, included, ranks[0].spent, ledger.noise_multiplier)
+    recorder = ranks[0].recorder
+    return CanaryRun(recorder.sums, recorder.scores, included, ranks[0].spent, ledger.noise_multiplier)
 
 
 class _ThreadSum:
@@ -239,7 +242,10 @@ class _Rank:
         self.strength, self.micro_batch = scale * mechanism.clip_norm, micro_batch
         self.model = CanaryModel(width)
         self.clipper = ClippedGradientSum(self.model, mechanism.clip_norm)
-        self.recorder = _Recorder(self.clipper.params, coordinates, width)
+        shift = mechanism.clip_norm / (mechanism.sample_rate * len(self.members))  # one inclusion, clipped
+        self.recorder = _Recorder(
+            self.clipper.params, coordinates, width, shift, mechanism.sample_rate, ledger.noise_multiplier
+        )
         # n is the canaries drawn in: an audit may hold more than 1/delta of them
         self.dp_step = make_step(
             self.clipper,
