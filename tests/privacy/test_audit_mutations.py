@@ -15,7 +15,7 @@ same law, 1.28M trials of a subsampled mechanism, 64,000 of a full-batch one):
   three subsampled mechanisms, 4.6 for Mehta's head (the Gaussian trade-off estimate, which
   assumes what a full-batch step is, catches it: tests/privacy/test_canaries.py); 4 ranks
   (sigma / 2 in the sum) are caught below;
-- a step not charged, where T is large: T - 1 of 100 steps claims 7.96 for the probe's 8.
+- a step not charged, where T is large: 99 of the probe's 100 steps claim 7.95 of its 8.
 """
 
 from __future__ import annotations
