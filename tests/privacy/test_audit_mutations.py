@@ -7,8 +7,9 @@ claims, for at least one mechanism the bug affects. The mechanisms are the embed
 What stays below the claim at embedded power, and why (measured on simulated scores of the
 same law, 1.28M trials of a subsampled mechanism, 64,000 of a full-batch one):
 - noise halved in a full-batch step (Mehta's head, epsilon 8): tight bound 6.1. Its power is
-  8.4, and a bound above 8 needs 34% of members above a threshold no non-member of 32,000
-  reaches; with sigma/2 the shift is 3 noise deviations, 15% of members pass it;
+  8.4 (no false positive among the 16,000 bounding non-members), and a bound above 8 needs
+  e^8 / e^8.4 = 69% of members above such a threshold (about 4 noise deviations); with
+  sigma / 2 a member's shift is 3 deviations, and under 20% pass it;
 - a layer left unclipped in a full-batch step: half the canaries (one layer's) are separated
   perfectly, which gives power - log 2 = 7.7 < 8;
 - noise of sigma C / world on each of 2 ranks (sigma / sqrt 2 in the sum): 6.6-6.8 for the
