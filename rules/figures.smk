@@ -146,6 +146,10 @@ rule figure_vip_evaluations:
     input:
         paper_values=VIP_VALUES,
         results=lambda wildcards: evaluation_files(wildcards.figure),
+        # the evaluated DP-MAE runs' ledgers: a figure of seeded runs says NOT PRIVATE
+        ledgers=lambda wildcards: dp_ledgers(
+            sorted({e.backbone for e in EVAL_NEEDS[wildcards.figure]})
+        ),
     output:
         report(
             figure_files("{figure}"),

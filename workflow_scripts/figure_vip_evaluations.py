@@ -34,4 +34,5 @@ with workflow_job(snakemake.log[0]):
             if m in table9.columns
         }
         figure = figure5(lines, plan.figure5_metrics(), paper, ours_on)
-    save_figure(figure, snakemake.output[0], results)
+    ledgers = [json.loads(Path(path).read_text()) for path in snakemake.input.ledgers]
+    save_figure(figure, snakemake.output[0], ledgers)
