@@ -209,6 +209,12 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
             "evaluate: {datasets: {ImageNet-1K: {source: folder}}}",
             "config key 'evaluate.datasets.ImageNet-1K.source': 'folder' is not one of",
         ),
+        (  # batch <= n and delta < 1/n where the config fixes n (dpvip.plan.examples)
+            "dprandp: {private: {tasks: {CIFAR-10: {batch_size: 2000}}}}",
+            "dprandp.private.tasks.CIFAR-10 (epsilon 1): batch_size 2000 exceeds the 1293 training examples",
+        ),
+        ("evaluate: {dp_finetune: {batch_size: 5000}}", "evaluate.dp_finetune on ImageNet-1K: batch_size 5000 exceeds"),
+        ("dp_transfer: {mehta: {delta: 0.001}}", "on digits: delta 0.001 is at least 1/n for this run's n = 1437"),
     ],
 )
 def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path, bad_config, message):
