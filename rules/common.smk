@@ -18,6 +18,14 @@ try:
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 
+# A dry run succeeds without the data (a login node may not mount it), but names each
+# configured data path that is missing, so a typo shows now rather than in the job.
+from snakemake.logging import logger
+from dpvip.plan.data_paths import missing_data_paths
+
+for _missing in missing_data_paths(config):
+    logger.warning(f"warning: {_missing}")
+
 
 def workflow_path(path):
     """Config paths are relative to the workflow folder, so any working directory works."""

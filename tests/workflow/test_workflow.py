@@ -121,6 +121,7 @@ def test_dry_run_embedded_default(tmp_path):
     done = run_snakemake(tmp_path, "-n")
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == ALL_JOBS
+    assert "does not exist" not in done.output  # the embedded default reads no user data
 
 
 def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
@@ -129,6 +130,9 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     )
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == PAPER_JOBS
+    # the data is not here: the dry run succeeds, naming each missing path and its key
+    assert "config key 'evaluate.coco.root': /datasets/coco does not exist" in done.output
+    assert "config key 'dprandp.private.tasks.DermaMNIST.data.path': /datasets/medmnist/dermamnist.npz" in done.output
     # each (Syn)-ViP run asks Slurm for 4 nodes of 8 GPUs, launched by srun (one torchrun per node)
     syn_vip_jobs = re.findall(r"rule syn_vip:\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(syn_vip_jobs) == PAPER_JOBS["syn_vip"] and all(
