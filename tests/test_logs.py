@@ -60,6 +60,22 @@ def test_a_failing_job_fails_with_its_traceback_logged(tmp_path):
     assert (tmp_path / "teardown").read_text() == "ran"  # a failure exits the usual way
 
 
+def test_a_bad_input_fails_the_job_in_one_line_without_a_traceback(tmp_path):
+    """A corrupt shard (any DpvipInputError): status 2, one line on stderr (which Snakemake
+    shows) and in the log naming the file and the whole reason."""
+    shard = tmp_path / "00000.tar"
+    shard.write_bytes(b"not a tar archive" * 100)
+    done = run_job(tmp_path, f"from dpvip.data.shard_reader import member_table\nmember_table({str(shard)!r})")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: shard {shard} cannot be read as a tar file: file could not be opened successfully: "
+        "- method gz: ReadError('not a gzip file'); - method bz2: ReadError('not a bzip2 file'); "
+        "- method xz: ReadError('not an lzma file'); - method tar: ReadError('invalid header')"
+    ]
+    log = (tmp_path / "job.log").read_text()
+    assert "Traceback" not in log and f"job failed: shard {shard} cannot be read" in log
+
+
 def test_a_stopped_job_keeps_its_exit_status(tmp_path):
     done = run_job(tmp_path, "raise SystemExit('stopped by SIGTERM at step 3 of 8')")
     assert done.returncode == 1
