@@ -64,8 +64,44 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
     return config
 
 
+def read_config_file(path: str | Path) -> dict:
+    """A YAML config file as a mapping, or one line saying why it is not one."""
+    from dpvip.files import read_text
+
+    try:
+        values = yaml.safe_load(read_text(path, "config file")) or {}
+    except yaml.YAMLError as err:
+        raise DpvipInputError(f"config file {path} is not YAML: {str(err).splitlines()[0]}") from None
+    if not isinstance(values, dict):
+        raise DpvipInputError(f"config file {path} holds a {type(values).__name__}, not a mapping of config keys")
+    return values
+
+
 def load_config(path: str | Path, schema_path: str | Path | None = None) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise DpvipInputError(f"config file {path} does not exist")
-    return validate_config(yaml.safe_load(path.read_text()) or {}, schema_path)
+    """One config file alone, validated (defaults filled)."""
+    return validate_config(read_config_file(path), schema_path)
+
+
+def embedded_config() -> dict:
+    """The embedded default, config/config.yaml (shipped in the package as embedded_config.yaml,
+    a link to it: an installed wheel layers over the same file as a checkout)."""
+    return yaml.safe_load(resources.files("dpvip").joinpath("embedded_config.yaml").read_text())
+
+
+def merged(base: dict, overlay: dict) -> dict:
+    """`overlay` over `base` as Snakemake merges --configfile over the workflow's configfile:
+    mappings key by key, any other value (a list, null) replaces the base's."""
+    result = _copy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merged(result[key], value)
+        else:
+            result[key] = _copy(value)
+    return result
+
+
+def layered_config(overlay: dict) -> dict:
+    """`overlay` layered over the embedded default, then validated: the configuration the
+    workflow runs with `--configfile` (or as a module given `overlay`), for the command line
+    and for a workflow that imports dpvip with a partial config or none."""
+    return validate_config(merged(embedded_config(), overlay))
