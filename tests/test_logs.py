@@ -87,3 +87,20 @@ def test_every_workflow_script_runs_as_a_workflow_job():
     assert len(scripts) > 30
     for script in scripts:
         assert "\nwith workflow_job(snakemake.log[0]):\n" in script.read_text(), script.name
+
+
+def test_a_job_of_another_checkouts_snakefile_stops_naming_both_copies(tmp_path, monkeypatch):
+    import dpvip
+
+    imported = Path(dpvip.__file__).resolve().parent
+    monkeypatch.setenv("DPVIP_SRC", str(tmp_path / "other" / "src"))
+    done = run_job(tmp_path, "print('job body ran')")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"error: this job imported dpvip from {imported}, but its Snakefile comes with "
+        f"{tmp_path / 'other' / 'src' / 'dpvip'}: put {tmp_path / 'other' / 'src'} first on PYTHONPATH, "
+        "or run the Snakefile of the copy you mean"
+    )
+    assert "job body ran" not in (tmp_path / "job.log").read_text()
+    monkeypatch.setenv("DPVIP_SRC", str(imported.parent))
+    assert run_job(tmp_path, "print('job body ran')").returncode == 0

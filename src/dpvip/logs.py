@@ -102,6 +102,31 @@ def exit_now() -> None:
     os._exit(0)
 
 
+LIBRARY_VARIABLE = "DPVIP_SRC"  # set by the Snakefile (rules/common.smk): its checkout's src/
+
+
+def run_jobs_with_library(src: str) -> None:
+    """Make the jobs this process starts import the library in `src` (the Snakefile's
+    checkout): first on their PYTHONPATH, and named for `check_library_copy`."""
+    others = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path and path != src]
+    os.environ["PYTHONPATH"] = os.pathsep.join([src, *others])
+    os.environ[LIBRARY_VARIABLE] = src
+
+
+def check_library_copy() -> None:
+    """A job runs the library of the checkout its Snakefile comes from: another copy (an
+    installed dpvip, another checkout) stops it in one line naming both."""
+    expected = os.environ.get(LIBRARY_VARIABLE)
+    if not expected:  # not started by the workflow
+        return
+    imported, wanted = Path(__file__).resolve().parent, (Path(expected) / "dpvip").resolve()
+    if imported != wanted:
+        raise DpvipInputError(
+            f"this job imported dpvip from {imported}, but its Snakefile comes with {wanted}: "
+            f"put {expected} first on PYTHONPATH, or run the Snakefile of the copy you mean"
+        )
+
+
 @contextlib.contextmanager
 def workflow_job(log: str | Path) -> Iterator[None]:
     """The body of a workflow script: its output goes to `log` (`logging_to`); when the
@@ -110,6 +135,7 @@ def workflow_job(log: str | Path) -> Iterator[None]:
     other exception is logged and ends it the usual way, with its traceback."""
     try:
         with logging_to(log):
+            check_library_copy()
             yield
             peak = peak_rss_mb()
             if peak is not None:
