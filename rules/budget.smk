@@ -20,7 +20,7 @@ rule compute_budget:
     params:
         config=config,
         snakefile=os.path.join(DPVIP_DIR, "Snakefile"),  # dpvip's own, also as a module
-        workdir=os.getcwd(),
+        workdir=working_directory,
         profile=workflow_path("profiles/slurm"),
         smoke_config=(
             workflow_path("config/smoke.yaml") if config["scale"] == "paper" else None

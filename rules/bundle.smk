@@ -68,7 +68,7 @@ rule bundle_report:
     params:
         config=config,
         snakefile=os.path.join(DPVIP_DIR, "Snakefile"),  # dpvip's own, also as a module
-        workdir=os.getcwd(),
+        workdir=working_directory,
         intro=workflow_path("report/workflow.rst"),
     script:
         "../workflow_scripts/bundle_report.py"

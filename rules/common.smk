@@ -46,6 +46,12 @@ for _missing in missing_data_paths(config):
     logger.warning(f"warning: {_missing}")
 
 
+def working_directory(wildcards):
+    """Where the nested Snakemake runs (budget, report) plan: this run's working directory
+    (a function, not a string: the path is the run's, not a file prefix of the rule)."""
+    return os.getcwd()
+
+
 def workflow_path(path):
     """The workflow's own files (paper values, claims, profiles) are found from the dpvip
     folder, so any working directory works, and dpvip works as a module."""
