@@ -201,7 +201,7 @@ def test_the_command_line_audits_a_mechanism_and_refuses_bad_input_in_one_line(t
     record = json.loads(done.stdout)
     assert record["mechanism"] == "mehta_head" and record["claimed_epsilon"] == pytest.approx(2.0, rel=1e-6)
     for extra, message in [
-        (["--epsilon", "-1", "--steps", "1"], "epsilon -1.0 must be positive"),
+        (["--epsilon", "-1", "--steps", "1"], "argument --epsilon: must be positive (got -1)"),
         (["--epsilon", "2", "--steps", "1", "--canaries", "7"], "canaries 7 must be an even number"),
         (["--epsilon", "2", "--steps", "1", "--canaries", "0"], "canaries 0 must be an even number"),
         (["--steps", "1"], "give --ledger FILE, or --epsilon"),
