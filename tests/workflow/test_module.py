@@ -72,3 +72,27 @@ def test_an_outer_workflow_plans_the_paper_dag_with_a_site_overlay(tmp_path):
     # the same jobs as dpvip run on its own with --configfile paper.yaml site.yaml
     module_jobs = {rule.removeprefix("dpvip_"): count for rule, count in job_counts(done.output).items()}
     assert module_jobs == job_counts(alone.output) and module_jobs["syn_vip"] == 6
+
+
+def test_an_outer_workflow_that_imported_another_dpvip_is_stopped_naming_both(tmp_path):
+    """The Snakefile plans with its own checkout's library or not at all."""
+    other = tmp_path / "other"
+    (other / "dpvip").mkdir(parents=True)
+    (other / "dpvip" / "__init__.py").write_text("")
+    outer = tmp_path / "Snakefile"
+    outer.write_text(
+        f"import sys\nsys.path.insert(0, {str(other)!r})\nimport dpvip\n\n\n"
+        f"module dpvip:\n    snakefile:\n        {str(ROOT / 'Snakefile')!r}\n    config:\n        {{}}\n\n\n"
+        "use rule * from dpvip as dpvip_*\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(outer), "-d", str(tmp_path), "-n"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode != 0
+    assert (
+        f"this Snakefile comes with the dpvip library in {ROOT / 'src'}, but dpvip was already imported "
+        f"from {other / 'dpvip'}: run it in a fresh Snakemake process"
+    ) in done.stdout + done.stderr
