@@ -28,8 +28,10 @@ def test_only_missing_paths_are_reported_relative_to_the_working_directory(tmp_p
     config["evaluate"]["coco"] |= {"source": "coco", "root": "coco"}
     config["evaluate"]["few_shot"]["baselines"]["SimCLR"]["checkpoint"] = "simclr.pt"
     config["dp_transfer"]["backbones"]["mine"] = {"from": "file", "path": "mine.pt", "kind": "mae", "image_size": 32}
+    config["synthetic"]["datasets"]["own"] = {"family": "image_folder", "path": "own_images", "images": 8}
     (tmp_path / "coco").mkdir()
     (tmp_path / "simclr.pt").write_bytes(b"")
     assert missing_data_paths(config, tmp_path) == [
-        "config key 'dp_transfer.backbones.mine.path': mine.pt does not exist (the jobs that read it will fail)"
+        "config key 'synthetic.datasets.own.path': own_images does not exist (the jobs that read it will fail)",
+        "config key 'dp_transfer.backbones.mine.path': mine.pt does not exist (the jobs that read it will fail)",
     ]

@@ -61,7 +61,7 @@ def cmd_bench_workflow(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands) -> None:
-    from dpvip.synthetic import FAMILIES
+    from dpvip.synthetic import GENERATED_FAMILIES as FAMILIES
 
     bench_commands = command_group(
         commands,

@@ -50,7 +50,7 @@ def cmd_synthetic_generate(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands) -> None:
-    from dpvip.synthetic import FAMILIES
+    from dpvip.synthetic import GENERATED_FAMILIES
 
     synthetic_commands = command_group(
         commands,
@@ -63,7 +63,7 @@ def add_commands(commands) -> None:
         help="write a synthetic dataset as webdataset shards plus index.json",
         description="Existing shards are kept (they are written atomically), so a rerun resumes.",
     )
-    generate.add_argument("--family", choices=FAMILIES, required=True, help="the random process")
+    generate.add_argument("--family", choices=GENERATED_FAMILIES, required=True, help="the random process")
     generate.add_argument("--images", type=int, required=True, help="images in the dataset")
     generate.add_argument("--resolution", type=int, required=True, help="image side in pixels")
     generate.add_argument("--shard-size", type=int, default=1000, help="images per shard")

@@ -25,7 +25,11 @@ def _labelled_sets(prefix: str, datasets: dict) -> list[tuple[str, str]]:
 def configured_data_paths(config: dict) -> list[tuple[str, str]]:
     """(config key, path) of every file or folder of the user's data that the configured
     sources read (an entry whose source is a stand-in reads none)."""
-    paths: list[tuple[str, str]] = []
+    paths: list[tuple[str, str]] = [
+        (f"synthetic.datasets.{name}.path", spec.get("path"))
+        for name, spec in config.get("synthetic", {}).get("datasets", {}).items()
+        if spec and spec.get("family") == "image_folder"
+    ]
     laion = config.get("data", {}).get("laion", {})
     if laion.get("source") in ("shards", "img2dataset"):
         key = "shards" if laion["source"] == "shards" else "url_list"
