@@ -12,9 +12,10 @@ from conftest import run_snakemake
 from PIL import Image
 
 from dpvip.errors import DpvipInputError
-from dpvip.files import sha256
+from dpvip.files import sha256, write_json
 from dpvip.synthetic.shards import build_index, read_images, write_shard
 from dpvip.synthetic.spec import DatasetSpec
+from dpvip.synthetic.summary import dataset_row
 
 
 def image_folder(folder, count: int):
@@ -51,6 +52,10 @@ def test_a_folder_is_sharded_indexed_and_read_back_in_sorted_order(tmp_path):
     again = tmp_path / "again.tar"
     write_shard(spec, 0, again, progress=False)
     assert sha256(again) == sha256(paths[0]) == index["shards"][0]["sha256"]
+    # the synthetic_datasets table says what it is: the user's images, standing in for no paper set
+    write_json(index, tmp_path / "index.json")
+    row = dataset_row(tmp_path / "index.json", [])
+    assert (row["stands_in_for"], row["paper_images"]) == (f"the images in {tmp_path / 'images'}", None)
 
 
 def test_a_count_that_is_not_the_folders_and_a_missing_folder_are_one_line_errors(tmp_path):
