@@ -1,5 +1,6 @@
-"""The image_folder family: images the user already has become a synthetic dataset, sharded,
-indexed and fingerprinted like a generated one, and planned into the same rules."""
+"""The image_folder and image_shards families: images the user already has (files or
+webdataset shards) become a synthetic dataset, sharded, indexed and fingerprinted like a
+generated one, and planned into the same rules."""
 
 from __future__ import annotations
 
@@ -56,6 +57,36 @@ def test_a_folder_is_sharded_indexed_and_read_back_in_sorted_order(tmp_path):
     write_json(index, tmp_path / "index.json")
     row = dataset_row(tmp_path / "index.json", [])
     assert (row["stands_in_for"], row["paper_images"]) == (f"the images in {tmp_path / 'images'}", None)
+
+
+def test_existing_shards_are_read_in_shard_then_tar_order(tmp_path):
+    import webdataset as wds
+
+    folder = tmp_path / "released"
+    folder.mkdir()
+    for shard in range(2):  # written in reverse name order: the numbering is by name
+        with wds.TarWriter(str(folder / f"part-{1 - shard}.tar")) as sink:
+            for n in range(3):
+                number = (1 - shard) * 3 + n
+                pixels = np.full((12, 20 if n else 10, 3), number * 8, dtype=np.uint8)
+                sink.write({"__key__": f"s{number:03d}", "jpg" if n == 1 else "png": pixels, "cls": b"0"})
+    spec = spec_of(folder, 6, family="image_shards", shard_size=4)
+    paths = [tmp_path / "out" / f"shard-{shard:06d}.tar" for shard in range(spec.shards)]
+    for shard, path in enumerate(paths):
+        write_shard(spec, shard, path, progress=False)
+    samples = [sample for path in paths for sample in read_images(path)]
+    assert [meta["file"] for _, meta in samples][:4] == [
+        "part-0.tar/s000.png",
+        "part-0.tar/s001.jpg",
+        "part-0.tar/s002.png",
+        "part-1.tar/s003.png",
+    ]
+    assert [int(image[4, 4, 0]) for image, _ in samples] == pytest.approx(
+        [8 * n for n in range(6)], abs=2
+    )  # jpg: lossy
+    assert build_index(spec, paths)["total_samples"] == 6
+    with pytest.raises(DpvipInputError, match=r"shard folder .*released holds 6 images .* images: 7$"):
+        spec_of(folder, 7, family="image_shards").generator()
 
 
 def test_a_count_that_is_not_the_folders_and_a_missing_folder_are_one_line_errors(tmp_path):

@@ -28,7 +28,7 @@ def configured_data_paths(config: dict) -> list[tuple[str, str]]:
     paths: list[tuple[str, str]] = [
         (f"synthetic.datasets.{name}.path", spec.get("path"))
         for name, spec in config.get("synthetic", {}).get("datasets", {}).items()
-        if spec and spec.get("family") == "image_folder"
+        if spec and spec.get("family") in ("image_folder", "image_shards")
     ]
     laion = config.get("data", {}).get("laion", {})
     if laion.get("source") in ("shards", "img2dataset"):

@@ -2,8 +2,8 @@
 
 Families (the registry below): `shaders` (shader-like procedural programs, the Shaders21k
 stand-in of ViP), `stylegan_oriented` (untrained StyleGAN-Oriented, DP-RandP Phase I),
-`dead_leaves` (DP-RandP's synthetic-data ablation), and `image_folder`: images the user
-already has (`image_folder`), read from a path instead of generated. Modules: `seeding` (per-image seeds),
+`dead_leaves` (DP-RandP's synthetic-data ablation), and images the user already has
+(`image_folder`, `image_shards`), read from a path instead of generated. Modules: `seeding` (per-image seeds),
 `family` (the common interface), one module per family, `spec` (a dataset as configured),
 `shards` (writing, indexing and reading shards), `bench` (images/s).
 """
@@ -33,6 +33,7 @@ FAMILIES = {
     ),
     "dead_leaves": FamilyInfo("dpvip.synthetic.dead_leaves:DeadLeavesFamily", {"r_min": float, "r_max": float}),
     "image_folder": FamilyInfo("dpvip.synthetic.image_folder:ImageFolderFamily", {}, reads_path=True),
+    "image_shards": FamilyInfo("dpvip.synthetic.image_folder:ImageShardsFamily", {}, reads_path=True),
 }
 GENERATED_FAMILIES = tuple(name for name, info in FAMILIES.items() if not info.reads_path)
 

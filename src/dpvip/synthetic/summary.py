@@ -37,8 +37,8 @@ def dataset_row(index_path: str | Path, benchmark_files: list[str | Path]) -> di
 
 def summary_notes(scale: str) -> list[str]:
     return [
-        f"Scale: {scale}. Every image is generated here from a seed, except image_folder datasets: the "
-        "user's own images, centre-cropped and resized, which stand in for nothing.",
+        f"Scale: {scale}. Every image is generated here from a seed, except image_folder and image_shards "
+        "datasets: the user's own images, centre-cropped and resized, which stand in for nothing.",
         "shaders stands in for Shaders21k (its GLSL sources are offline and mostly non-commercial): "
         "shader-like random programs evaluated as tensor code.",
         "stylegan_oriented and dead_leaves are written from the descriptions of Baradad et al. (2021).",
