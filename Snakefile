@@ -5,8 +5,14 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+# The dpvip folder. The workflow's own files (paper values, claims, report texts, profiles,
+# the smoke config, src/) are found from here, also where another workflow imports this one
+# as a module (there workflow.basedir is the outer workflow's folder). Users' data and
+# results are relative to the working directory.
+DPVIP_DIR = str(workflow.current_basedir)
 
-configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+configfile: os.path.join(DPVIP_DIR, "config", "config.yaml")
 
 
 # The report's opening page: the bundle's report job writes one with the claims and coverage.

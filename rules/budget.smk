@@ -19,7 +19,8 @@ rule compute_budget:
         ENV
     params:
         config=config,
-        snakefile=workflow.main_snakefile,
+        snakefile=os.path.join(DPVIP_DIR, "Snakefile"),  # dpvip's own, also as a module
+        workdir=working_directory,
         profile=workflow_path("profiles/slurm"),
         smoke_config=(
             workflow_path("config/smoke.yaml") if config["scale"] == "paper" else None

@@ -67,8 +67,8 @@ rule bundle_report:
         ENV
     params:
         config=config,
-        snakefile=workflow.main_snakefile,
-        workdir=os.getcwd(),
+        snakefile=os.path.join(DPVIP_DIR, "Snakefile"),  # dpvip's own, also as a module
+        workdir=working_directory,
         intro=workflow_path("report/workflow.rst"),
     script:
         "../workflow_scripts/bundle_report.py"
@@ -91,7 +91,7 @@ rule bundle:
         ENV
     params:
         config=config,
-        workflow_dir=workflow.basedir,
+        workflow_dir=DPVIP_DIR,
         benchmarks=BENCHMARKS,
         privacy_sources=PRIVACY_SOURCES,
         scale=config["scale"],

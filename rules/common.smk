@@ -3,20 +3,53 @@ import re
 import sys
 from pathlib import Path
 
-# The Snakefile uses this checkout's library even where dpvip is not installed (it only
-# needs jsonschema and yaml, which Snakemake brings). Jobs find it through the
-# workflow_scripts/dpvip link, since Snakemake puts a script's folder on sys.path.
-SRC = str(Path(workflow.basedir) / "src")
+# The Snakefile plans with this checkout's library even where dpvip is not installed (it
+# only needs jsonschema and yaml, which Snakemake brings), and its jobs run it: Snakemake
+# appends a script's folder to sys.path, after an installed dpvip, so the library goes
+# first on the jobs' PYTHONPATH (a cluster job re-reads this file and sets it again).
+SRC = str(Path(DPVIP_DIR) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
-from dpvip.config import validate_config
+import dpvip
+
+if Path(dpvip.__file__).resolve().parent != (Path(SRC) / "dpvip").resolve():
+    raise WorkflowError(
+        f"this Snakefile comes with the dpvip library in {SRC}, but dpvip was already imported "
+        f"from {Path(dpvip.__file__).parent}: run it in a fresh Snakemake process"
+    )
+
+from dpvip.logs import run_jobs_with_library
+
+run_jobs_with_library(
+    SRC
+)  # a job that imports another copy stops, naming both (dpvip.logs)
+
+from dpvip.config import layered_config
 from dpvip.errors import DpvipInputError
 
+# The config over the embedded default (config/config.yaml), as --configfile layers it: a
+# workflow that imports dpvip as a module may give a partial config, or none.
 try:
-    validate_config(config)  # the package's schema: config/schema.yaml
+    _complete = layered_config(config)  # the package's schema: config/schema.yaml
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
+config.clear()
+config.update(_complete)
+
+# A dry run succeeds without the data (a login node may not mount it), but names each
+# configured data path that is missing, so a typo shows now rather than in the job.
+from snakemake.logging import logger
+from dpvip.plan.data_paths import missing_data_paths
+
+for _missing in missing_data_paths(config):
+    logger.warning(f"warning: {_missing}")
+
+
+def working_directory(wildcards):
+    """Where the nested Snakemake runs (budget, report) plan: this run's working directory
+    (a function, not a string: the path is the run's, not a file prefix of the rule)."""
+    return os.getcwd()
 
 # Every DP job finds its run's secret key in the key store (outside results/) and deletes it
 # when the run is done unless privacy.keep_keys; jobs inherit the store from the environment.
@@ -26,8 +59,9 @@ use_key_store(config["privacy"]["key_dir"], config["privacy"]["keep_keys"])
 
 
 def workflow_path(path):
-    """Config paths are relative to the workflow folder, so any working directory works."""
-    return str(Path(workflow.basedir) / path)
+    """The workflow's own files (paper values, claims, profiles) are found from the dpvip
+    folder, so any working directory works, and dpvip works as a module."""
+    return str(Path(DPVIP_DIR) / path)
 
 
 RESULTS = "results"

@@ -69,7 +69,7 @@ if LAION["source"] == "img2dataset":
             "../envs/ingest.yaml"
         threads: LAION["processes"]
         params:
-            url_list=workflow_path(LAION["url_list"]),
+            url_list=LAION["url_list"],  # the user's data: relative to the working directory
             settings={
                 "image_size": LAION["resolution"],
                 "resize_mode": LAION["resize_mode"],
@@ -102,7 +102,7 @@ else:
         params:
             source=LAION["source"],
             natural=LAION_NATURAL_VALUES,
-            shards=workflow_path(LAION["shards"]) if LAION["shards"] else None,
+            shards=LAION["shards"],  # the user's data: relative to the working directory
             checksums=LAION["checksums"],
             threads=LAION["threads"],
         script:

@@ -89,23 +89,36 @@ def test_composed_full_batch_mechanisms():
     [
         (
             ["epsilon", "--sample-rate", "1.5", "--noise-multiplier", "1", "--steps", "10", "--delta", "1e-5"],
-            "sample rate 1.5",
+            "argument --sample-rate: must be in (0, 1] (got 1.5)",
         ),
         (
             ["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "0", "--steps", "10", "--delta", "1e-5"],
-            "noise multiplier 0.0",
+            "argument --noise-multiplier: must be positive (got 0)",
         ),
         (
             ["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "-2", "--steps", "10", "--delta", "1e-5"],
-            "noise multiplier -2.0",
+            "argument --noise-multiplier: must be positive (got -2)",
         ),
-        (["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "1", "--steps", "10", "--delta", "0"], "delta 0.0"),
+        (
+            ["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "1", "--steps", "10", "--delta", "0"],
+            "--delta: must be between 0 and 1",
+        ),
         (
             ["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "1", "--steps", "10", "--delta", "1.5"],
-            "delta 1.5",
+            "argument --delta: must be between 0 and 1, both excluded (got 1.5)",
         ),
-        (["sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "-1", "--delta", "1e-5"], "epsilon -1.0"),
-        (["sigma", "--sample-rate", "0", "--steps", "10", "--epsilon", "1", "--delta", "1e-5"], "sample rate 0.0"),
+        (
+            ["sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "-1", "--delta", "1e-5"],
+            "dpvip privacy sigma: error: argument --epsilon: must be positive (got -1)",
+        ),
+        (
+            ["sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "0", "--delta", "1e-5"],
+            "argument --epsilon: must be positive (got 0)",
+        ),
+        (
+            ["sigma", "--sample-rate", "0", "--steps", "10", "--epsilon", "1", "--delta", "1e-5"],
+            "argument --sample-rate: must be in (0, 1] (got 0)",
+        ),
         (["sigma", "--sample-rate", "abc", "--steps", "10", "--epsilon", "1", "--delta", "1e-5"], "--sample-rate"),
         (
             [
@@ -147,3 +160,54 @@ def test_the_accountant_flag_takes_exactly_the_library_accountants(capsys):
     with pytest.raises(SystemExit) as refused:
         parser.parse_args([*base, "--accountant", "moments"])
     assert refused.value.code == 2 and "invalid choice: 'moments'" in capsys.readouterr().err
+
+
+def test_unreadable_files_are_one_line_errors(tmp_path):
+    """A ledger that is not JSON or not UTF-8, a bundle manifest that is not UTF-8: one line
+    naming the file and why, exit status 2 (they were tracebacks)."""
+    not_json, not_utf8 = tmp_path / "ledger.txt", tmp_path / "ledger.bin"
+    not_json.write_text("{not json")
+    not_utf8.write_bytes(b"\xff\xfe garbage")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "MANIFEST.sha256").write_bytes(b"\xff\xfe garbage")
+    expected = {
+        ("privacy", "audit-empirical", "--mechanism", "dp_mae", "--ledger", str(not_json)): (
+            f"dpvip: error: --ledger {not_json} is not JSON (line 1 column 2: "
+            "Expecting property name enclosed in double quotes)"
+        ),
+        ("privacy", "audit-empirical", "--mechanism", "dp_mae", "--ledger", str(not_utf8)): (
+            f"dpvip: error: --ledger {not_utf8} is not UTF-8 text (byte 0: invalid start byte)"
+        ),
+        ("bundle", "verify", str(bundle)): (
+            f"dpvip: error: manifest {bundle / 'MANIFEST.sha256'} is not UTF-8 text (byte 0: invalid start byte)"
+        ),
+    }
+    for args, message in expected.items():
+        done = run_dpvip(*args)
+        assert (done.returncode, done.stderr.strip()) == (2, message), done.stderr
+
+
+def parser_options(parser, path=("dpvip",)):
+    """(command, option, help) of every option of every command, and each parser met."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from parser_options(sub, (*path, name))
+        elif not isinstance(action, argparse._HelpAction):
+            yield " ".join(path), "/".join(action.option_strings) or action.dest, action.help
+
+
+def test_every_option_has_help_and_every_command_group_ends_with_an_example():
+    from dpvip.cli import GROUPS, build_parser
+
+    parser = build_parser()
+    assert [(command, option) for command, option, text in parser_options(parser) if not text] == []
+    (commands,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    names = {group.__name__.rsplit(".", 1)[1] for group in GROUPS}
+    for name in names:
+        help_text = commands.choices[name].format_help().rstrip()
+        last = help_text.splitlines()[-1].strip()
+        assert help_text.splitlines()[-2] == "example:" and last.startswith(f"dpvip {name} "), (name, help_text)

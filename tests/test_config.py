@@ -141,3 +141,16 @@ def test_an_installed_wheel_validates_as_a_checkout_does(root, tmp_path):
     where, scale, refused = json.loads(done.stdout)
     assert where.startswith(str(tmp_path / "site")) and scale == "embedded"
     assert refused.startswith("config key 'figures.vip_figure6.sigma': -1")
+
+
+def test_layering_merges_as_configfile_does_keeping_snakemakes_key_order():
+    from dpvip.config import merged
+
+    base = {"a": {"x": 1, "y": [1]}, "b": {"keep": 1}, "c": 3}
+    overlay = {"b": None, "a": {"y": [], "z": 2}, "d": 4}
+    result = merged(base, overlay)
+    assert result == {"b": None, "a": {"y": [], "z": 2, "x": 1}, "d": 4, "c": 3}
+    # the overlay's keys first, then the base's others: Snakemake's order, which sections
+    # read in order depend on (evaluate.few_shot.datasets: Figure 5 takes the first)
+    assert list(result) == ["b", "a", "d", "c"] and list(result["a"]) == ["y", "z", "x"]
+    assert base == {"a": {"x": 1, "y": [1]}, "b": {"keep": 1}, "c": 3}  # inputs untouched

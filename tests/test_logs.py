@@ -60,6 +60,22 @@ def test_a_failing_job_fails_with_its_traceback_logged(tmp_path):
     assert (tmp_path / "teardown").read_text() == "ran"  # a failure exits the usual way
 
 
+def test_a_bad_input_fails_the_job_in_one_line_without_a_traceback(tmp_path):
+    """A corrupt shard (any DpvipInputError): status 2, one line on stderr (which Snakemake
+    shows) and in the log naming the file and the whole reason."""
+    shard = tmp_path / "00000.tar"
+    shard.write_bytes(b"not a tar archive" * 100)
+    done = run_job(tmp_path, f"from dpvip.data.shard_reader import member_table\nmember_table({str(shard)!r})")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: shard {shard} cannot be read as a tar file: file could not be opened successfully: "
+        "- method gz: ReadError('not a gzip file'); - method bz2: ReadError('not a bzip2 file'); "
+        "- method xz: ReadError('not an lzma file'); - method tar: ReadError('invalid header')"
+    ]
+    log = (tmp_path / "job.log").read_text()
+    assert "Traceback" not in log and f"job failed: shard {shard} cannot be read" in log
+
+
 def test_a_stopped_job_keeps_its_exit_status(tmp_path):
     done = run_job(tmp_path, "raise SystemExit('stopped by SIGTERM at step 3 of 8')")
     assert done.returncode == 1
@@ -71,3 +87,20 @@ def test_every_workflow_script_runs_as_a_workflow_job():
     assert len(scripts) > 30
     for script in scripts:
         assert "\nwith workflow_job(snakemake.log[0]):\n" in script.read_text(), script.name
+
+
+def test_a_job_of_another_checkouts_snakefile_stops_naming_both_copies(tmp_path, monkeypatch):
+    import dpvip
+
+    imported = Path(dpvip.__file__).resolve().parent
+    monkeypatch.setenv("DPVIP_SRC", str(tmp_path / "other" / "src"))
+    done = run_job(tmp_path, "print('job body ran')")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"error: this job imported dpvip from {imported}, but its Snakefile comes with "
+        f"{tmp_path / 'other' / 'src' / 'dpvip'}: put {tmp_path / 'other' / 'src'} first on PYTHONPATH, "
+        "or run the Snakefile of the copy you mean"
+    )
+    assert "job body ran" not in (tmp_path / "job.log").read_text()
+    monkeypatch.setenv("DPVIP_SRC", str(imported.parent))
+    assert run_job(tmp_path, "print('job body ran')").returncode == 0

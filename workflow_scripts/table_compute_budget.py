@@ -21,7 +21,8 @@ with workflow_job(snakemake.log[0]):
             profile=params.profile,
             data_file=snakemake.input.data,
             smoke_config=params.smoke_config,
-            smoke_dir=".",
+            smoke_dir=params.workdir,
+            workdir=params.workdir,  # explicit, as the Snakefile: also right where dpvip is a module
         )
     write_budget_tables(budget, Path(snakemake.output[0]).parent)
     for job_budget, check in budget.problems():

@@ -7,6 +7,7 @@ Errors name the offending key and the problem in one line, e.g.
 
 from __future__ import annotations
 
+import copy
 from importlib import resources
 from pathlib import Path
 
@@ -64,8 +65,46 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
     return config
 
 
+def read_config_file(path: str | Path) -> dict:
+    """A YAML config file as a mapping, or one line saying why it is not one."""
+    from dpvip.files import read_text
+
+    try:
+        values = yaml.safe_load(read_text(path, "config file")) or {}
+    except yaml.YAMLError as err:
+        raise DpvipInputError(f"config file {path} is not YAML: {str(err).splitlines()[0]}") from None
+    if not isinstance(values, dict):
+        raise DpvipInputError(f"config file {path} holds a {type(values).__name__}, not a mapping of config keys")
+    return values
+
+
 def load_config(path: str | Path, schema_path: str | Path | None = None) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise DpvipInputError(f"config file {path} does not exist")
-    return validate_config(yaml.safe_load(path.read_text()) or {}, schema_path)
+    """One config file alone, validated (defaults filled)."""
+    return validate_config(read_config_file(path), schema_path)
+
+
+def embedded_config() -> dict:
+    """The embedded default, config/config.yaml (shipped in the package as embedded_config.yaml,
+    a link to it: an installed wheel layers over the same file as a checkout)."""
+    return yaml.safe_load(resources.files("dpvip").joinpath("embedded_config.yaml").read_text())
+
+
+def merged(base: dict, overlay: dict) -> dict:
+    """`overlay` over `base` as Snakemake merges --configfile over the workflow's configfile:
+    mappings key by key, any other value (a list, null) replaces the base's. Keys keep
+    Snakemake's order too, the overlay's first, then those only the base has: some sections
+    are read in order (few_shot.datasets: Figure 5 uses the first)."""
+    result = copy.deepcopy(overlay)  # not _copy: a YAML round trip sorts the keys
+    for key, value in base.items():
+        if key not in result:
+            result[key] = copy.deepcopy(value)
+        elif isinstance(value, dict) and isinstance(result[key], dict):
+            result[key] = merged(value, result[key])
+    return result
+
+
+def layered_config(overlay: dict) -> dict:
+    """`overlay` layered over the embedded default, then validated: the configuration the
+    workflow runs with `--configfile` (or as a module given `overlay`), for the command line
+    and for a workflow that imports dpvip with a partial config or none."""
+    return validate_config(merged(embedded_config(), overlay))

@@ -7,6 +7,12 @@ class DpvipInputError(ValueError):
 
 def first_line(err: BaseException) -> str:
     """The first line of an exception's message (library messages can span several), or its
-    type when the message is empty."""
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
+    type when the message is empty. A first line ending in a colon only introduces the
+    reason on the lines below (tarfile: "file could not be opened successfully:" and one
+    line per method tried), so those lines are joined to it: the reason stays complete."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {'; '.join(lines[1:])}"
+    return lines[0]

@@ -1,5 +1,5 @@
 """File helpers shared by the stages: output folders, atomic writes, content hashes,
-Snakemake benchmark records."""
+Snakemake benchmark records, reading the user's text and JSON files with one-line errors."""
 
 from __future__ import annotations
 
@@ -59,6 +59,26 @@ def read_benchmark(path: str | Path) -> dict | None:
         "seconds": float(last["s"]),
         "max_rss_mb": float(last["max_rss"]) if last.get("max_rss", "NA") != "NA" else None,
     }
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """A UTF-8 text file the user gave (`what` names it in the error), or one-line errors."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DpvipInputError(f"{what} {path} does not exist") from None
+    except UnicodeDecodeError as err:
+        raise DpvipInputError(f"{what} {path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
+    except OSError as err:
+        raise DpvipInputError(f"{what} {path} cannot be read: {err.strerror}") from None
+
+
+def read_json(path: str | Path, what: str):
+    """A JSON file the user gave, or one line saying why it cannot be read as JSON."""
+    try:
+        return json.loads(read_text(path, what))
+    except json.JSONDecodeError as err:
+        raise DpvipInputError(f"{what} {path} is not JSON (line {err.lineno} column {err.colno}: {err.msg})") from None
 
 
 def write_json(record: dict, path: str | Path) -> None:

@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from dpvip.errors import DpvipInputError
+
 # The line `dpvip bench workflow` reads to tell a job's start-up (interpreter, imports,
 # unpickling Snakemake's job object) from its work.
 STARTUP_PREFIX = "start-up:"
@@ -47,6 +49,9 @@ def logging_to(path: str | Path) -> Iterator[None]:
             handle.write(f"{STARTUP_PREFIX} {startup:.2f} s from process start to the job's first line\n")
         try:
             yield
+        except DpvipInputError as err:  # the user's input to fix, not a bug: one line, no traceback
+            logging.error("job failed: %s", err)
+            raise
         except BaseException:
             logging.exception("job failed")
             raise
@@ -97,14 +102,47 @@ def exit_now() -> None:
     os._exit(0)
 
 
+LIBRARY_VARIABLE = "DPVIP_SRC"  # set by the Snakefile (rules/common.smk): its checkout's src/
+
+
+def run_jobs_with_library(src: str) -> None:
+    """Make the jobs this process starts import the library in `src` (the Snakefile's
+    checkout): first on their PYTHONPATH, and named for `check_library_copy`."""
+    others = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path and path != src]
+    os.environ["PYTHONPATH"] = os.pathsep.join([src, *others])
+    os.environ[LIBRARY_VARIABLE] = src
+
+
+def check_library_copy() -> None:
+    """A job runs the library of the checkout its Snakefile comes from: another copy (an
+    installed dpvip, another checkout) stops it in one line naming both."""
+    expected = os.environ.get(LIBRARY_VARIABLE)
+    if not expected:  # not started by the workflow
+        return
+    imported, wanted = Path(__file__).resolve().parent, (Path(expected) / "dpvip").resolve()
+    if imported != wanted:
+        raise DpvipInputError(
+            f"this job imported dpvip from {imported}, but its Snakefile comes with {wanted}: "
+            f"put {expected} first on PYTHONPATH, or run the Snakefile of the copy you mean"
+        )
+
+
 @contextlib.contextmanager
 def workflow_job(log: str | Path) -> Iterator[None]:
     """The body of a workflow script: its output goes to `log` (`logging_to`); when the
-    body returns, the process ends without teardown (`exit_now`). An exception is logged
-    and ends the process the usual way, with its traceback and a non-zero status."""
-    with logging_to(log):
-        yield
-        peak = peak_rss_mb()
-        if peak is not None:
-            print(f"{PEAK_RSS_PREFIX} {peak:.1f} MB, the job's largest process (high-water mark)")
+    body returns, the process ends without teardown (`exit_now`). A bad input
+    (DpvipInputError) ends it with status 2 and one line in the log and on stderr; any
+    other exception is logged and ends it the usual way, with its traceback."""
+    try:
+        with logging_to(log):
+            check_library_copy()
+            yield
+            peak = peak_rss_mb()
+            if peak is not None:
+                print(f"{PEAK_RSS_PREFIX} {peak:.1f} MB, the job's largest process (high-water mark)")
+    except DpvipInputError as err:
+        # Snakemake shows the job's stderr: a bad input (a corrupt shard, a missing folder)
+        # is one line there and in the log, not a traceback through the library.
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     exit_now()

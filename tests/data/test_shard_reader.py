@@ -99,6 +99,9 @@ def test_a_shard_that_is_not_a_tar_file_is_refused_in_one_line(small_index, tmp_
     message = str(caught.value)
     assert message.startswith(f"shard {tmp_path / 'broken.tar'} cannot be read as a tar file")
     assert "\n" not in message, f"the error spans {len(message.splitlines())} lines:\n{message}"
+    assert not message.endswith(":")  # the reason is there, not only tarfile's "could not be opened:"
+    if how == "garbage":
+        assert message.endswith("method tar: ReadError('invalid header')"), message
 
 
 def test_a_shard_cut_in_the_middle_is_refused_by_name(small_index, tmp_path):

@@ -205,7 +205,7 @@ def test_the_command_line_audits_a_mechanism_and_refuses_bad_input_in_one_line(t
     assert "(power 3.49, cannot refute the claim)" in text.stdout, text.stdout  # one-run, at a claim of 8
     assert "white-box estimate (Gaussian trade-off, not a bound)" in text.stdout
     for extra, message in [
-        (["--epsilon", "-1", "--steps", "1"], "epsilon -1.0 must be positive"),
+        (["--epsilon", "-1", "--steps", "1"], "argument --epsilon: must be positive (got -1)"),
         (["--epsilon", "2", "--steps", "1", "--canaries", "7"], "canaries 7 must be an even number"),
         (["--epsilon", "2", "--steps", "1", "--canaries", "0"], "canaries 0 must be an even number"),
         (["--steps", "1"], "give --ledger FILE, or --epsilon"),

@@ -25,3 +25,21 @@ def test_bad_requests_are_one_line_errors(tmp_path):
     assert done.returncode == 2 and "give its model.pt with --init" in done.stderr
     done = run_dpvip("dprandp", "plan", "--config", str(tmp_path / "missing.yaml"))
     assert done.returncode == 2 and "missing.yaml does not exist" in done.stderr
+
+
+def test_config_is_layered_over_the_embedded_default_as_configfile_does(tmp_path):
+    """A file without `synthetic:` (a KeyError traceback before) plans over config/config.yaml."""
+    partial = tmp_path / "site.yaml"
+    partial.write_text("dprandp:\n  private:\n    seeds: [7]\n")
+    done = run_dpvip("dprandp", "plan", "--config", str(partial))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "phase1 randp_wrn10_1: wrn10_1 on stylegan_oriented (align_uniform)"
+    assert "private/CIFAR-10/cold/p0_eps8_seed7" in lines and "private/CIFAR-10/cold/p0_eps8_seed1" not in lines
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- 1\n- 2\n")
+    done = run_dpvip("dprandp", "plan", "--config", str(listing))
+    assert (done.returncode, done.stderr.strip()) == (
+        2,
+        f"dpvip: error: config file {listing} holds a list, not a mapping of config keys",
+    )

@@ -122,6 +122,7 @@ def test_dry_run_embedded_default(tmp_path):
     done = run_snakemake(tmp_path, "-n")
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == ALL_JOBS
+    assert "does not exist" not in done.output  # the embedded default reads no user data
 
 
 def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
@@ -130,6 +131,9 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     )
     assert done.returncode == 0, done.output
     assert job_counts(done.output) == PAPER_JOBS
+    # the data is not here: the dry run succeeds, naming each missing path and its key
+    assert "config key 'evaluate.coco.root': /datasets/coco does not exist" in done.output
+    assert "config key 'dprandp.private.tasks.DermaMNIST.data.path': /datasets/medmnist/dermamnist.npz" in done.output
     # each (Syn)-ViP run asks Slurm for 4 nodes of 8 GPUs, launched by srun (one torchrun per node)
     syn_vip_jobs = re.findall(r"rule syn_vip:\n(?:    .*\n)*?    resources: (.*)", done.output)
     assert len(syn_vip_jobs) == PAPER_JOBS["syn_vip"] and all(
@@ -210,6 +214,12 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
             "evaluate: {datasets: {ImageNet-1K: {source: folder}}}",
             "config key 'evaluate.datasets.ImageNet-1K.source': 'folder' is not one of",
         ),
+        (  # batch <= n and delta < 1/n where the config fixes n (dpvip.plan.examples)
+            "dprandp: {private: {tasks: {CIFAR-10: {batch_size: 2000}}}}",
+            "dprandp.private.tasks.CIFAR-10 (epsilon 1): batch_size 2000 exceeds the 1293 training examples",
+        ),
+        ("evaluate: {dp_finetune: {batch_size: 5000}}", "evaluate.dp_finetune on ImageNet-1K: batch_size 5000 exceeds"),
+        ("dp_transfer: {mehta: {delta: 0.001}}", "on digits: delta 0.001 is at least 1/n for this run's n = 1437"),
     ],
 )
 def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path, bad_config, message):

@@ -53,14 +53,19 @@ class Budget:
 
 
 def _smoke_records(
-    snakefile: Path, configfiles: Sequence[str | Path], profile, smoke_config: str | Path | None, smoke_dir
+    snakefile: Path,
+    configfiles: Sequence[str | Path],
+    profile,
+    smoke_config: str | Path | None,
+    smoke_dir,
+    workdir: str | Path | None,
 ) -> dict:
     """The smoke run's peak RSS per memory key ({} when there is no smoke config or run)."""
     if smoke_config is None or not Path(smoke_config).is_file():
         return {}
     if not (Path(smoke_dir) / "results" / "benchmarks").is_dir():
         return {}
-    smoke = plan_workflow(snakefile, [*configfiles, smoke_config], (), profile)
+    smoke = plan_workflow(snakefile, [*configfiles, smoke_config], (), profile, workdir)
     return smoke_memory(smoke, smoke_dir)
 
 
@@ -72,19 +77,21 @@ def compute_budget(
     data_file: str | Path | None = None,
     smoke_config: str | Path | None = None,
     smoke_dir: str | Path = ".",
+    workdir: str | Path | None = None,
 ) -> Budget:
     """Every job `targets` needs under the config (over the embedded one), counted.
     `data_file`: the papers' statements and dataset sizes (default: the config's
     paper_values/compute_budget.yaml); `smoke_config`: layered over `configfiles` for the
-    smoke run whose benchmarks under `smoke_dir` give host memory."""
+    smoke run whose benchmarks under `smoke_dir` give host memory; `workdir`: where Snakemake
+    plans (default: here)."""
     snakefile = Path(snakefile).resolve()
-    workflow = plan_workflow(snakefile, configfiles, targets, profile)
+    workflow = plan_workflow(snakefile, configfiles, targets, profile, workdir)
     if data_file is None:
         data_file = snakefile.parent / workflow.config["paper_values"] / DATA_FILE
     data = load_statements(data_file)
     facts = Facts(workflow.names, DatasetSizes(data.get("datasets", {})))
     budgets = [estimate(job, facts) for job in workflow.jobs]
-    records = _smoke_records(snakefile, configfiles, profile, smoke_config, smoke_dir)
+    records = _smoke_records(snakefile, configfiles, profile, smoke_config, smoke_dir, workdir)
     memory = memory_column(workflow.jobs, workflow.names, records)
     return Budget(workflow, budgets, memory, data.get("statements", []))
 

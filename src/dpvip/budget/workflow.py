@@ -94,9 +94,11 @@ def plan_workflow(
     configfiles: Sequence[str | Path] = (),
     targets: Sequence[str] = (),
     profile: str | Path | None = None,
+    workdir: str | Path | None = None,
 ) -> PlannedWorkflow:
     """Every job `targets` (default: the workflow's default target) needs under the config,
-    with the profile's resources, as `snakemake -n --forceall` plans them."""
+    with the profile's resources, as `snakemake -n --forceall` plans them in `workdir`
+    (default: here)."""
     from snakemake.api import SnakemakeApi
     from snakemake_interface_common.exceptions import WorkflowError
     from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, Quietness
@@ -108,7 +110,8 @@ def plan_workflow(
     if missing:
         raise DpvipInputError(f"configuration file {missing[0]} does not exist")
     settings = profile_settings(profile)
-    workdir = Path.cwd()
+    here = Path.cwd()
+    workdir = Path(workdir).resolve() if workdir else here
     try:
         output = OutputSettings(
             dryrun=True, quiet={Quietness.ALL}, log_level_override=logging.ERROR, enable_file_logging=False
@@ -129,5 +132,5 @@ def plan_workflow(
     except WorkflowError as err:  # a bad target or config: Snakemake's message, on one line
         raise DpvipInputError(f"snakemake: {' '.join(str(err).split())}") from None
     finally:
-        os.chdir(workdir)  # the API changes into the workdir and back; make sure of it
+        os.chdir(here)  # the API changes into the workdir and back; make sure of it
     return PlannedWorkflow(sorted(jobs, key=lambda job: (job.rule, job.name)), names, settings)

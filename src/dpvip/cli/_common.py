@@ -18,9 +18,15 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def command_group(commands, name: str, help: str):
-    """`dpvip NAME ...`: a command whose subcommands are added to what this returns."""
-    group = commands.add_parser(name, help=help)
+def with_example(example: str) -> dict:
+    """Parser keywords whose help ends with an example command (kept as written)."""
+    return {"epilog": f"example:\n  {example}", "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def command_group(commands, name: str, help: str, example: str):
+    """`dpvip NAME ...`: a command whose subcommands are added to what this returns; its
+    help ends with `example`."""
+    group = commands.add_parser(name, help=help, description=help, **with_example(example))
     return group.add_subparsers(dest=f"{name}_command", required=True, parser_class=OneLineParser)
 
 
@@ -28,6 +34,30 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer (got {text})")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A value that must be above 0 (an epsilon, a noise multiplier, a clipping norm)."""
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive (got {text})")
+    return value
+
+
+def open_unit_interval(text: str) -> float:
+    """A value strictly between 0 and 1 (a delta, a confidence)."""
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, both excluded (got {text})")
+    return value
+
+
+def sample_rate(text: str) -> float:
+    """A Poisson sampling rate q in (0, 1]."""
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1] (got {text})")
     return value
 
 

@@ -61,15 +61,24 @@ def cmd_bench_workflow(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands) -> None:
-    from dpvip.synthetic import FAMILIES
+    from dpvip.synthetic import GENERATED_FAMILIES as FAMILIES
 
-    bench_commands = command_group(commands, "bench", "benchmarks (ratios measured side by side in one run)")
+    bench_commands = command_group(
+        commands,
+        "bench",
+        "benchmarks (ratios measured side by side in one run)",
+        "dpvip bench dp-step --preset vip-base --methods nonprivate ours --threads 2",
+    )
     synthetic = bench_commands.add_parser("synthetic", help="images/s per synthetic family and resolution")
-    synthetic.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
-    synthetic.add_argument("--resolutions", nargs="+", type=positive_int, default=[32, 64, 128, 256])
+    synthetic.add_argument(
+        "--families", nargs="+", choices=FAMILIES, default=list(FAMILIES), help="families to time (default: all)"
+    )
+    synthetic.add_argument(
+        "--resolutions", nargs="+", type=positive_int, default=[32, 64, 128, 256], help="image sides in pixels"
+    )
     synthetic.add_argument("--images", type=positive_int, default=96, help="images per measurement")
     synthetic.add_argument("--processes", type=positive_int, default=2, help="worker processes for the split run")
-    synthetic.add_argument("--json", action="store_true")
+    synthetic.add_argument("--json", action="store_true", help="print one JSON object")
     synthetic.set_defaults(handler=cmd_bench_synthetic)
     dp_step = bench_commands.add_parser(
         "dp-step",
@@ -94,8 +103,8 @@ def add_commands(commands) -> None:
     )
     dp_step.add_argument("--rounds", type=positive_int, default=5, help="timed round-robin rounds (median reported)")
     dp_step.add_argument("--warmup", type=int, default=1, help="untimed steps per method first")
-    dp_step.add_argument("--threads", type=positive_int, default=1)
-    dp_step.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    dp_step.add_argument("--threads", type=positive_int, default=1, help="torch threads of the timed processes")
+    dp_step.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the steps run")
     dp_step.add_argument(
         "--memory",
         choices=["live", "rss"],
@@ -115,7 +124,7 @@ def add_commands(commands) -> None:
         default=["nonprivate", "ours", "vmap", "opacus_hooks", "opacus_ghost"],
         help="nonprivate is always run (the ratios' base)",
     )
-    dp_step.add_argument("--json", action="store_true")
+    dp_step.add_argument("--json", action="store_true", help="print one JSON object")
     dp_step.set_defaults(handler=cmd_bench_dp_step)
     workflow = bench_commands.add_parser(
         "workflow",
@@ -125,5 +134,5 @@ def add_commands(commands) -> None:
     )
     workflow.add_argument("--directory", default=".", help="the workflow's working directory (default: here)")
     workflow.add_argument("--out", help="where to write the summary (default: results/benchmarks/workflow.json)")
-    workflow.add_argument("--json", action="store_true")
+    workflow.add_argument("--json", action="store_true", help="print one JSON object")
     workflow.set_defaults(handler=cmd_bench_workflow)

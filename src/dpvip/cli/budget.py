@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+
+from dpvip.cli._common import with_example
 from pathlib import Path
 
 EXIT_RUNTIME_PROBLEM = 1
@@ -58,12 +60,13 @@ def add_commands(commands) -> None:
         description="Plans every job TARGET needs (default: the workflow's default target) with Snakemake, "
         "counts its FLOPs with torch.utils.flop_counter on its networks at their configured shapes, and gives "
         "GPU-hours on A100 and H100. Exits 1 when a GPU job's Slurm runtime is too short and it does not resume.",
+        **with_example("dpvip budget --configfile config/paper.yaml"),
     )
     budget.add_argument("targets", nargs="*", metavar="TARGET", help="rule names or files (default: all)")
     budget.add_argument(
         "--configfile", nargs="+", default=[], help="config files over the embedded one (paper: config/paper.yaml)"
     )
-    budget.add_argument("--snakefile", default="Snakefile")
+    budget.add_argument("--snakefile", default="Snakefile", help="the dpvip workflow's Snakefile (default: here)")
     budget.add_argument(
         "--profile", default=None, help="Snakemake profile whose resources jobs get (default: profiles/slurm; none)"
     )
@@ -77,5 +80,5 @@ def add_commands(commands) -> None:
         "--data-file", default=None, help="statements and dataset sizes (default: paper_values/compute_budget.yaml)"
     )
     budget.add_argument("--out", help="write compute_budget{,_summary,_papers}.{csv,md,tex} into this folder")
-    budget.add_argument("--json", action="store_true")
+    budget.add_argument("--json", action="store_true", help="print one JSON object")
     budget.set_defaults(handler=cmd_budget)

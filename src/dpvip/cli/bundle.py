@@ -36,9 +36,9 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands) -> None:
-    bundle_commands = command_group(commands, "bundle", "results bundle")
+    bundle_commands = command_group(commands, "bundle", "results bundle", "dpvip bundle verify results/bundle")
     verify = bundle_commands.add_parser("verify", help="check every file against MANIFEST.sha256")
-    verify.add_argument("directory", help="the bundle folder (results/bundle)")
+    verify.add_argument("directory", help="the bundle's folder (the workflow writes results/bundle)")
     verify.add_argument(
         "--allow-not-private",
         action="store_true",

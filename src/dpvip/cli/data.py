@@ -61,7 +61,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def add_commands(commands) -> None:
     """`dpvip data natural|ingest|index`, added to the `dpvip` subcommands `commands`."""
-    data_commands = command_group(commands, "data", "LAION-format webdataset shards for DP pre-training")
+    data_commands = command_group(
+        commands,
+        "data",
+        "LAION-format webdataset shards for DP pre-training",
+        "dpvip data index /datasets/laion233m/shards --out laion/index.json --no-checksums",
+    )
     checksums = argparse.ArgumentParser(add_help=False)
     checksums.add_argument(
         "--no-checksums",
@@ -78,10 +83,10 @@ def add_commands(commands) -> None:
         "(they are written atomically), so a rerun resumes.",
     )
     natural.add_argument("--out", required=True, help="output folder")
-    natural.add_argument("--images", type=positive_int, required=True)
+    natural.add_argument("--images", type=positive_int, required=True, help="crops in the dataset")
     natural.add_argument("--resolution", type=positive_int, required=True, help="crop side in pixels")
-    natural.add_argument("--shard-size", type=positive_int, default=512)
-    natural.add_argument("--seed", type=int, default=0)
+    natural.add_argument("--shard-size", type=positive_int, default=512, help="images per shard")
+    natural.add_argument("--seed", type=int, default=0, help="seed of the crops")
     natural.set_defaults(handler=cmd_natural)
 
     ingest = data_commands.add_parser(
@@ -95,13 +100,13 @@ def add_commands(commands) -> None:
         "--urls", required=True, help="URL list: parquet, csv, tsv, txt or json file, or a folder of them"
     )
     ingest.add_argument("--out", required=True, help="output folder")
-    ingest.add_argument("--image-size", type=positive_int, default=256)
+    ingest.add_argument("--image-size", type=positive_int, default=256, help="img2dataset's output side in pixels")
     ingest.add_argument("--resize-mode", default="keep_ratio", help="keep_ratio, border, center_crop, ...")
-    ingest.add_argument("--processes", type=positive_int, default=1)
+    ingest.add_argument("--processes", type=positive_int, default=1, help="img2dataset download processes")
     ingest.add_argument("--threads", type=positive_int, default=8, help="download threads per process")
     ingest.add_argument("--shard-size", type=positive_int, default=10000, help="URLs per shard")
     ingest.add_argument("--timeout", type=positive_int, default=10, help="seconds per download")
-    ingest.add_argument("--retries", type=int, default=0)
+    ingest.add_argument("--retries", type=int, default=0, help="retries per failed download")
     ingest.add_argument("--url-column", default="url", help="LAION-400M parquet: URL")
     ingest.add_argument("--caption-column", default="caption", help="used when present; LAION-400M parquet: TEXT")
     ingest.set_defaults(handler=cmd_ingest)

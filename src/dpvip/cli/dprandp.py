@@ -4,23 +4,19 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from dpvip.cli._common import command_group
 
 
-def _plan(path: str):
-    import yaml
-
-    from dpvip.config import validate_config
-    from dpvip.errors import DpvipInputError
+def _plan(path: str | None):
+    from dpvip.config import layered_config, read_config_file
     from dpvip.plan.dprandp_runs import DPRandPPlan
 
-    if not Path(path).is_file():
-        raise DpvipInputError(f"configuration file {path} does not exist")
-    config = yaml.safe_load(Path(path).read_text()) or {}
-    validate_config(config)  # the defaults the workflow fills
+    # As `snakemake --configfile FILE`: the file over the embedded default, defaults filled.
+    config = layered_config(read_config_file(path) if path else {})
     return DPRandPPlan(config["dprandp"], config["synthetic"]["datasets"], config.get("privacy"))
+
+
+CONFIG_HELP = "a config file layered over the embedded config/config.yaml, as snakemake --configfile (default: none)"
 
 
 def _private_run(plan, path: str):
@@ -71,18 +67,23 @@ def cmd_private(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands) -> None:
-    group = command_group(commands, "dprandp", "DP-RandP: Phase I, then Phases II and III")
+    group = command_group(
+        commands,
+        "dprandp",
+        "DP-RandP: Phase I, then Phases II and III",
+        "dpvip dprandp plan --config site.yaml",
+    )
     plan = group.add_parser("plan", help="list the Phase I and private runs of a configuration")
-    plan.add_argument("--config", default="config/config.yaml")
+    plan.add_argument("--config", help=CONFIG_HELP)
     plan.set_defaults(handler=cmd_plan)
     phase1 = group.add_parser("phase1", help="contrastive pre-training on synthetic images (resumable)")
-    phase1.add_argument("--config", default="config/config.yaml")
+    phase1.add_argument("--config", help=CONFIG_HELP)
     phase1.add_argument("--name", required=True, help="a Phase I run of the plan, e.g. randp_wrn16_4")
     phase1.add_argument("--data", required=True, help="a synthetic dataset's index.json")
     phase1.add_argument("--out", required=True, help="run folder")
     phase1.set_defaults(handler=cmd_phase1)
     private = group.add_parser("private", help="Phases II and III of one run (resumable)")
-    private.add_argument("--config", default="config/config.yaml")
+    private.add_argument("--config", help=CONFIG_HELP)
     private.add_argument(
         "--run", required=True, help="a private run of the plan, e.g. private/CIFAR-10/cold/p0_eps1_seed0"
     )

@@ -67,7 +67,12 @@ def cmd_evaluate_run(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands) -> None:
-    evaluate_commands = command_group(commands, "evaluate", "ViP's downstream evaluations of an encoder")
+    evaluate_commands = command_group(
+        commands,
+        "evaluate",
+        "ViP's downstream evaluations of an encoder",
+        "dpvip evaluate run --settings job.yaml --checkpoint results/pretrain/syn_vip_micro/model.pt --out probe.json",
+    )
     run = evaluate_commands.add_parser(
         "run",
         help="one evaluation job (linear probe, few-shot, COCO, ADE20K or DP fine-tuning) of one backbone",

@@ -74,7 +74,12 @@ def _training_arguments(parser, settings_keys: str) -> None:
 
 
 def add_commands(commands) -> None:
-    pretrain_commands = command_group(commands, "pretrain", "MAE pre-training, non-private and DP")
+    pretrain_commands = command_group(
+        commands,
+        "pretrain",
+        "MAE pre-training, non-private and DP",
+        "dpvip pretrain mae --settings syn_vip.yaml --size micro --data shaders/index.json --out syn_vip",
+    )
     mae = pretrain_commands.add_parser(
         "mae",
         help="masked-autoencoder pre-training on webdataset shards ((Syn)-ViP)",

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from dpvip.cli._common import OneLineParser, command_group, print_record
+from dpvip.cli._common import OneLineParser, command_group, open_unit_interval, positive_float, positive_int
+from dpvip.cli._common import print_record, sample_rate
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS, AUDITED_MECHANISMS
 
@@ -56,9 +57,7 @@ def cmd_sigma(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_empirical(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
+    from dpvip.files import read_json
     from dpvip.privacy.auditing import AuditSettings, audit_summary
     from dpvip.privacy.canaries import AuditMechanism, audit_mechanism, mechanism_from_ledger
 
@@ -74,10 +73,7 @@ def cmd_audit_empirical(args: argparse.Namespace) -> int:
     )
     settings.check()  # before any accounting or training
     if args.ledger:
-        path = Path(args.ledger)
-        if not path.is_file():
-            raise DpvipInputError(f"--ledger {path} does not exist")
-        mechanism = mechanism_from_ledger(args.mechanism, json.loads(path.read_text()))
+        mechanism = mechanism_from_ledger(args.mechanism, read_json(args.ledger, "--ledger"))
     else:
         missing = [
             f"--{k.replace('_', '-')}" for k in ("epsilon", "delta", "sample_rate", "steps") if getattr(args, k) is None
@@ -98,10 +94,15 @@ def cmd_audit_empirical(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands) -> None:
-    privacy_commands = command_group(commands, "privacy", "privacy accounting")
+    privacy_commands = command_group(
+        commands,
+        "privacy",
+        "privacy accounting",
+        "dpvip privacy sigma --sample-rate 0.0625 --steps 16 --epsilon 8 --delta 1e-5 --accountant prv",
+    )
     common = OneLineParser(add_help=False)
-    common.add_argument("--delta", type=float, required=True)
-    common.add_argument("--accountant", choices=ACCOUNTANTS, default="rdp")
+    common.add_argument("--delta", type=open_unit_interval, required=True, help="the delta of (epsilon, delta)-DP")
+    common.add_argument("--accountant", choices=ACCOUNTANTS, default="rdp", help="how steps compose (default: rdp)")
     common.add_argument("--json", action="store_true", help="print one JSON object")
 
     eps = privacy_commands.add_parser(
@@ -111,15 +112,23 @@ def add_commands(commands) -> None:
         description="Repeat --noise-multiplier/--steps/--sample-rate to compose several "
         "mechanisms (a flag given once applies to all).",
     )
-    eps.add_argument("--sample-rate", type=float, action="append", required=True)
-    eps.add_argument("--noise-multiplier", type=float, action="append", required=True)
-    eps.add_argument("--steps", type=int, action="append", required=True)
+    eps.add_argument(
+        "--sample-rate", type=sample_rate, action="append", required=True, help="Poisson sampling rate q per step"
+    )
+    eps.add_argument(
+        "--noise-multiplier",
+        type=positive_float,
+        action="append",
+        required=True,
+        help="sigma: the noise's std over the clipping norm",
+    )
+    eps.add_argument("--steps", type=positive_int, action="append", required=True, help="steps T")
     eps.set_defaults(handler=cmd_epsilon)
 
     sigma = privacy_commands.add_parser("sigma", parents=[common], help="noise multiplier for a budget")
-    sigma.add_argument("--sample-rate", type=float, required=True)
-    sigma.add_argument("--steps", type=int, required=True)
-    sigma.add_argument("--epsilon", type=float, required=True)
+    sigma.add_argument("--sample-rate", type=sample_rate, required=True, help="Poisson sampling rate q per step")
+    sigma.add_argument("--steps", type=positive_int, required=True, help="steps T")
+    sigma.add_argument("--epsilon", type=positive_float, required=True, help="the budget to spend in T steps")
     sigma.set_defaults(handler=cmd_sigma)
 
     audit = privacy_commands.add_parser(
@@ -131,19 +140,21 @@ def add_commands(commands) -> None:
         "power (the largest value it could report; below the claim: it cannot refute the claim), and "
         "the Gaussian trade-off estimate (not a bound for a subsampled mechanism).",
     )
-    audit.add_argument("--mechanism", choices=AUDITED_MECHANISMS, required=True)
+    audit.add_argument("--mechanism", choices=AUDITED_MECHANISMS, required=True, help="which DP step to run")
     audit.add_argument("--ledger", help="a run's privacy.json or result file: audit its mechanism")
-    audit.add_argument("--epsilon", type=float)
-    audit.add_argument("--delta", type=float)
-    audit.add_argument("--sample-rate", type=float)
-    audit.add_argument("--steps", type=int)
-    audit.add_argument("--accountant", choices=ACCOUNTANTS, default="prv")
-    audit.add_argument("--clip-norm", type=float, default=1.0)
+    audit.add_argument("--epsilon", type=positive_float, help="without --ledger: the claimed epsilon")
+    audit.add_argument("--delta", type=open_unit_interval, help="without --ledger: the claimed delta")
+    audit.add_argument("--sample-rate", type=sample_rate, help="without --ledger: Poisson sampling rate q")
+    audit.add_argument("--steps", type=positive_int, help="without --ledger: steps T")
+    audit.add_argument(
+        "--accountant", choices=ACCOUNTANTS, default="prv", help="without --ledger: how sigma is calibrated"
+    )
+    audit.add_argument("--clip-norm", type=positive_float, default=1.0, help="per-example clipping norm C")
     from dpvip.privacy.auditing import AuditSettings  # numpy only: the parser stays light
 
     defaults = AuditSettings()
-    audit.add_argument("--canaries", type=int, default=defaults.canaries)
-    audit.add_argument("--width", type=int, default=defaults.width)
+    audit.add_argument("--canaries", type=int, default=defaults.canaries, help="gradient canaries per run (even)")
+    audit.add_argument("--width", type=int, default=defaults.width, help="the audit network's layers are width x width")
     audit.add_argument(
         "--guesses", type=int, default=defaults.guesses, help="the k highest and k lowest scores guessed"
     )
@@ -151,7 +162,7 @@ def add_commands(commands) -> None:
     audit.add_argument(
         "--subsampled-runs", type=int, default=defaults.subsampled_runs, help="runs the tight audit pools (q < 1)"
     )
-    audit.add_argument("--confidence", type=float, default=0.95)
+    audit.add_argument("--confidence", type=open_unit_interval, default=0.95, help="confidence of the lower bounds")
     audit.add_argument(
         "--black-box-canaries", type=int, default=defaults.black_box_canaries, help="input canaries (<= 768)"
     )

@@ -50,20 +50,25 @@ def cmd_synthetic_generate(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands) -> None:
-    from dpvip.synthetic import FAMILIES
+    from dpvip.synthetic import GENERATED_FAMILIES
 
-    synthetic_commands = command_group(commands, "synthetic", "synthetic images from random processes")
+    synthetic_commands = command_group(
+        commands,
+        "synthetic",
+        "synthetic images from random processes",
+        "dpvip synthetic generate --family dead_leaves --images 256 --resolution 32 --shard-size 128 --out dl",
+    )
     generate = synthetic_commands.add_parser(
         "generate",
         help="write a synthetic dataset as webdataset shards plus index.json",
         description="Existing shards are kept (they are written atomically), so a rerun resumes.",
     )
-    generate.add_argument("--family", choices=FAMILIES, required=True)
-    generate.add_argument("--images", type=int, required=True)
-    generate.add_argument("--resolution", type=int, required=True)
-    generate.add_argument("--shard-size", type=int, default=1000)
-    generate.add_argument("--seed", type=int, default=0)
-    generate.add_argument("--encoding", default="png")
+    generate.add_argument("--family", choices=GENERATED_FAMILIES, required=True, help="the random process")
+    generate.add_argument("--images", type=int, required=True, help="images in the dataset")
+    generate.add_argument("--resolution", type=int, required=True, help="image side in pixels")
+    generate.add_argument("--shard-size", type=int, default=1000, help="images per shard")
+    generate.add_argument("--seed", type=int, default=0, help="the dataset's seed (each image is seeded from it)")
+    generate.add_argument("--encoding", default="png", help="image format in the shards: png or jpg")
     generate.add_argument(
         "--option",
         type=_option,
@@ -74,6 +79,6 @@ def add_commands(commands) -> None:
     )
     generate.add_argument("--name", help="dataset name recorded in the samples (default: the family)")
     generate.add_argument("--shards", type=int, nargs="+", help="only these shard numbers")
-    generate.add_argument("--device", default="cpu")
+    generate.add_argument("--device", default="cpu", help="torch device the generator runs on (cpu, cuda)")
     generate.add_argument("--out", required=True, help="output folder")
     generate.set_defaults(handler=cmd_synthetic_generate)

@@ -215,9 +215,12 @@ def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: 
         if job.dist is not None and job.dist.world > 1:
             raise DpvipInputError("evaluate.coco.backend detectron2 starts its own processes: run its job as one")
 
+        standin = options["source"] == "standin"
         scores = run_vitdet(
-            checkpoint, options["root"], options["detectron2"], Path(paths["out"]).with_suffix(".detectron2")
+            checkpoint, files, standin, options["detectron2"], Path(paths["out"]).with_suffix(".detectron2")
         )
+        if "undefined" in scores:  # NaN AP: the cells stay empty, and the result says why
+            data["undefined"] = scores["undefined"]
     else:
         settings = DetectionSettings(
             **{key: tuple(v) if key == "lr_steps" else v for key, v in options.items() if key not in COCO_SETTINGS}

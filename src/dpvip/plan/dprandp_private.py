@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS, check_randomness
+from dpvip.plan.examples import check_planned_run, planned_examples
 from dpvip.plan.dprandp_runs import DPRandPPlan, PrivateRun, epsilon_label
 
 
@@ -112,4 +113,13 @@ def private_settings(plan: DPRandPPlan, run: PrivateRun) -> PrivateSettings:
         **own,
     )
     settings.check()
+    examples = planned_examples(task.get("data"))
+    if examples is not None:
+        check_planned_run(
+            f"dprandp.private.tasks.{run.task} (epsilon {epsilon_label(run.epsilon)})",
+            examples,
+            settings.delta if settings.private else None,
+            settings.allow_large_delta,
+            settings.batch_size,
+        )
     return settings

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from dpvip.errors import DpvipInputError
+from dpvip.plan.examples import check_planned_run, planned_examples
 from dpvip.privacy import run_options
 
 KINDS = {"syn_vip": "mae", "dp_pretrain": "mae", "dprandp": "wrn"}  # `from` -> network kind
@@ -123,6 +124,7 @@ class TransferPlan:
             self.mehta["models"] = _present(self.mehta.get("models", {}))
         self.probe: dict = section.get("dprandp_probe", {})
         self._check()
+        self._check_sizes()
 
     # ---- configuration checks -------------------------------------------------------------
     def _check(self) -> None:
@@ -148,6 +150,28 @@ class TransferPlan:
                 raise DpvipInputError(
                     f"dp_transfer uses dataset '{dataset}', which dp_transfer.datasets does not define "
                     f"(known: {', '.join(self.datasets) or 'none'})"
+                )
+
+    def _check_sizes(self) -> None:
+        """batch <= n and delta < 1/n of every run on a dataset whose entry fixes n (the
+        embedded digits): caught by the dry run, not by the study job."""
+        sizes = {name: planned_examples(spec) for name, spec in self.datasets.items()}
+        if not any(sizes.values()):
+            return
+        allowed = self.run_options["allow_large_delta"]
+        for study in STUDIES:
+            for run in self.runs(study):
+                examples = sizes.get(run.features.dataset)
+                if examples is None:
+                    continue
+                private = run.settings.get("epsilon") is not None
+                fraction = run.settings.get("batch_fraction", 1.0)
+                check_planned_run(
+                    f"dp_transfer {study} run '{run.row} / {run.column}' on {run.features.dataset}",
+                    examples,
+                    run.settings["delta"] if private else None,
+                    allowed,
+                    fraction * examples,
                 )
 
     def kind(self, backbone: str) -> str:

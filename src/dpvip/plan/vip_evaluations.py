@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dpvip.errors import DpvipInputError
 from dpvip.models import mae_size, mae_variant
 from dpvip.privacy import run_options
+from dpvip.plan.examples import check_planned_run, planned_examples
 from dpvip.plan.vip_rows import PROBE_COLUMN, VIP_TABLES, Backbones, figure5_backbones, table_rows
 
 TASKS = ("linear_probe", "few_shot", "coco", "ade20k", "dp_finetune")
@@ -65,6 +66,7 @@ class EvaluationPlan:
                         f"evaluate.{task} uses dataset '{name}', which evaluate.datasets does not define "
                         f"(known: {', '.join(datasets) or 'none'})"
                     )
+        self._check_dp_finetune_size(datasets)
         known = [
             *(f"syn_vip_{size}" for size in self.backbones.syn_vip),
             *self.backbones.runs,
@@ -77,6 +79,21 @@ class EvaluationPlan:
                         f"evaluate.{task}.backbones names '{name}', which is not a model the workflow trains "
                         f"(known: {', '.join(known)})"
                     )
+
+    def _check_dp_finetune_size(self, datasets: dict) -> None:
+        """batch <= n and delta < 1/n where the dataset's entry fixes n (the job checks the rest)."""
+        examples = planned_examples(datasets.get(self.dp_dataset)) if self.dp_dataset else None
+        if examples is None:
+            return
+        section = self.section["dp_finetune"]
+        delta = section.get("delta")
+        check_planned_run(
+            f"evaluate.dp_finetune on {self.dp_dataset}",
+            examples,
+            1 / (2 * examples) if delta is None else float(delta),  # the job's default delta: 1/(2n)
+            run_options(self.privacy)["allow_large_delta"],
+            section.get("batch_size"),
+        )
 
     @property
     def probe_datasets(self) -> list[str]:

@@ -9,7 +9,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dpvip.files import sha256
+from dpvip.files import read_json, read_text, sha256
 from dpvip.report.front_page import README
 from dpvip.report.privacy_statement import STATEMENT_FILES, build_statement, stated_files, write_statement
 from dpvip.report.provenance import provenance
@@ -88,7 +88,7 @@ def verify_bundle(bundle: str | Path, allow_not_private: bool = False) -> Verifi
         result.missing.append(MANIFEST)
         return result
     listed = set()
-    for number, line in enumerate(manifest.read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text(manifest, "manifest").splitlines(), start=1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64:
             result.changed.append(f"{MANIFEST} (line {number} is malformed)")
@@ -105,7 +105,7 @@ def verify_bundle(bundle: str | Path, allow_not_private: bool = False) -> Verifi
     if not statement_file.is_file():
         result.missing.append("privacy.json")
         return result
-    statement = json.loads(statement_file.read_text())
+    statement = read_json(statement_file, "privacy statement")
     result.unstated = sorted(present - stated_files(statement) - {MANIFEST, *STATEMENT_FILES})
     result.not_private = statement.get("note")
     return result

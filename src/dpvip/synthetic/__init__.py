@@ -1,8 +1,9 @@
 """Synthetic images from random processes, generated deterministically into webdataset shards.
 
 Families (the registry below): `shaders` (shader-like procedural programs, the Shaders21k
-stand-in of ViP), `stylegan_oriented` (untrained StyleGAN-Oriented, DP-RandP Phase I) and
-`dead_leaves` (DP-RandP's synthetic-data ablation). Modules: `seeding` (per-image seeds),
+stand-in of ViP), `stylegan_oriented` (untrained StyleGAN-Oriented, DP-RandP Phase I),
+`dead_leaves` (DP-RandP's synthetic-data ablation), and images the user already has
+(`image_folder`, `image_shards`), read from a path instead of generated. Modules: `seeding` (per-image seeds),
 `family` (the common interface), one module per family, `spec` (a dataset as configured),
 `shards` (writing, indexing and reading shards), `bench` (images/s).
 """
@@ -20,6 +21,7 @@ class FamilyInfo:
     target: str  # "module:class", imported on demand
     options: dict  # keyword options of the class beyond resolution, seed, device -> int or float
     power_of_two: bool = False  # resolution must be a power of two
+    reads_path: bool = False  # reads the user's images from the dataset's `path`; generates nothing
 
 
 FAMILIES = {
@@ -30,7 +32,10 @@ FAMILIES = {
         power_of_two=True,
     ),
     "dead_leaves": FamilyInfo("dpvip.synthetic.dead_leaves:DeadLeavesFamily", {"r_min": float, "r_max": float}),
+    "image_folder": FamilyInfo("dpvip.synthetic.image_folder:ImageFolderFamily", {}, reads_path=True),
+    "image_shards": FamilyInfo("dpvip.synthetic.image_folder:ImageShardsFamily", {}, reads_path=True),
 }
+GENERATED_FAMILIES = tuple(name for name, info in FAMILIES.items() if not info.reads_path)
 
 
 def family_class(name: str):

@@ -13,7 +13,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.synthetic import FAMILIES, family_class
 
 ENCODINGS = ("png", "jpg")
-SPEC_KEYS = ("family", "images", "resolution", "shard_size", "seed", "encoding", "options")
+SPEC_KEYS = ("family", "images", "resolution", "shard_size", "seed", "encoding", "options", "path")
 
 
 def _integer(value) -> bool:
@@ -30,6 +30,7 @@ class DatasetSpec:
     seed: int = 0
     encoding: str = "png"
     options: dict = field(default_factory=dict)
+    path: str | None = None  # image_folder: the user's images (relative to the working directory)
 
     @classmethod
     def from_config(cls, name: str, values: dict) -> DatasetSpec:
@@ -62,6 +63,9 @@ class DatasetSpec:
         if self.encoding not in ENCODINGS:
             raise DpvipInputError(f"{where}: encoding '{self.encoding}' is not one of {', '.join(ENCODINGS)}")
         info = FAMILIES[self.family]
+        if info.reads_path != (self.path is not None):
+            need = "needs a path (the folder of its images)" if info.reads_path else "generates its images: no path"
+            raise DpvipInputError(f"{where}: family {self.family} {need}")
         if info.power_of_two and self.resolution & (self.resolution - 1):
             raise DpvipInputError(
                 f"{where}: resolution must be a power of two for {self.family} (got {self.resolution})"
@@ -90,12 +94,16 @@ class DatasetSpec:
 
     def generator(self, device: str = "cpu"):
         """The family's generator; a combination of options it rejects is named in one line."""
+        where = {"path": self.path, "images": self.images} if FAMILIES[self.family].reads_path else {}
         try:
-            return family_class(self.family)(self.resolution, seed=self.seed, device=device, **self.options)
+            return family_class(self.family)(self.resolution, seed=self.seed, device=device, **self.options, **where)
         except ValueError as err:
             raise DpvipInputError(f"synthetic dataset '{self.name}': {err}") from None
 
     def describe(self) -> dict:
-        """The spec as recorded in index.json and dataset.json (`name` stored as `dataset`)."""
+        """The spec as recorded in index.json and dataset.json (`name` stored as `dataset`;
+        `path` only for a family that reads one, so generated families' records keep their form)."""
         fields = asdict(self)
+        if fields["path"] is None:
+            del fields["path"]
         return {"dataset": fields.pop("name"), **fields}

@@ -17,7 +17,7 @@ def shard_seconds(benchmark_files: list[str | Path]) -> float:
 
 def dataset_row(index_path: str | Path, benchmark_files: list[str | Path]) -> dict:
     index = json.loads(Path(index_path).read_text())
-    paper = PAPER_DATASETS[index["family"]]
+    paper = PAPER_DATASETS.get(index["family"])  # none for the user's own images
     seconds = shard_seconds(benchmark_files)
     return {
         "dataset": index["dataset"],
@@ -28,16 +28,17 @@ def dataset_row(index_path: str | Path, benchmark_files: list[str | Path]) -> di
         "options": json.dumps(index["options"], sort_keys=True),
         "shard_job_seconds": round(seconds, 2),
         "images_per_job_second": round(index["total_samples"] / seconds, 1) if seconds else None,
-        "stands_in_for": f"{paper.name} ({paper.paper})",
-        "paper_images": paper.images,
-        "paper_resolution": paper.resolution,
+        "stands_in_for": f"{paper.name} ({paper.paper})" if paper else f"the images in {index.get('path')}",
+        "paper_images": paper.images if paper else None,
+        "paper_resolution": paper.resolution if paper else None,
         "index_sha256": sha256(index_path),
     }
 
 
 def summary_notes(scale: str) -> list[str]:
     return [
-        f"Scale: {scale}. Every image is generated here from a seed; none comes from the papers' releases.",
+        f"Scale: {scale}. Every image is generated here from a seed, except image_folder and image_shards "
+        "datasets: the user's own images, centre-cropped and resized, which stand in for nothing.",
         "shaders stands in for Shaders21k (its GLSL sources are offline and mostly non-commercial): "
         "shader-like random programs evaluated as tensor code.",
         "stylegan_oriented and dead_leaves are written from the descriptions of Baradad et al. (2021).",

@@ -1,0 +1,63 @@
+"""The users' data the configuration points at, and which of it is missing.
+
+A dry run must succeed on a machine without the data (a cluster's login node may not mount
+it), so a missing path is a warning, not an error; but the warning names the config key and
+the path, so a typo shows before hours of upstream jobs instead of in the job that reads it.
+Relative paths are relative to the working directory, as the jobs read them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _labelled_sets(prefix: str, datasets: dict) -> list[tuple[str, str]]:
+    """evaluate.datasets' format: ImageFolder trees or shard indexes for train and test."""
+    return [
+        (f"{prefix}.{name}.{split}", spec[split])
+        for name, spec in datasets.items()
+        if spec and spec.get("source") in ("image_folder", "shards")
+        for split in ("train", "test")
+        if spec.get(split)
+    ]
+
+
+def configured_data_paths(config: dict) -> list[tuple[str, str]]:
+    """(config key, path) of every file or folder of the user's data that the configured
+    sources read (an entry whose source is a stand-in reads none)."""
+    paths: list[tuple[str, str]] = [
+        (f"synthetic.datasets.{name}.path", spec.get("path"))
+        for name, spec in config.get("synthetic", {}).get("datasets", {}).items()
+        if spec and spec.get("family") in ("image_folder", "image_shards")
+    ]
+    laion = config.get("data", {}).get("laion", {})
+    if laion.get("source") in ("shards", "img2dataset"):
+        key = "shards" if laion["source"] == "shards" else "url_list"
+        paths.append((f"data.laion.{key}", laion.get(key)))
+    evaluate = config.get("evaluate", {})
+    paths += _labelled_sets("evaluate.datasets", evaluate.get("datasets", {}))
+    for task, source in (("coco", "coco"), ("ade20k", "ade20k")):
+        if evaluate.get(task, {}).get("source") == source:
+            paths.append((f"evaluate.{task}.root", evaluate[task].get("root")))
+    for name, baseline in evaluate.get("few_shot", {}).get("baselines", {}).items():
+        paths.append((f"evaluate.few_shot.baselines.{name}.checkpoint", (baseline or {}).get("checkpoint")))
+    for task, spec in config.get("dprandp", {}).get("private", {}).get("tasks", {}).items():
+        data = (spec or {}).get("data") or {}
+        key = {"cifar10": "root", "cifar100": "root", "medmnist": "path"}.get(data.get("source"))
+        if key:
+            paths.append((f"dprandp.private.tasks.{task}.data.{key}", data.get(key)))
+    transfer = config.get("dp_transfer", {})
+    paths += _labelled_sets("dp_transfer.datasets", transfer.get("datasets", {}))
+    for name, backbone in transfer.get("backbones", {}).items():
+        if backbone and backbone.get("from") == "file":
+            paths.append((f"dp_transfer.backbones.{name}.path", backbone.get("path")))
+    return [(key, str(path)) for key, path in paths if path]
+
+
+def missing_data_paths(config: dict, workdir: str | Path = ".") -> list[str]:
+    """One line per configured data path that does not exist, naming its key."""
+    return [
+        f"config key '{key}': {path} does not exist (the jobs that read it will fail)"
+        for key, path in configured_data_paths(config)
+        if not (Path(workdir) / path).exists()
+    ]

@@ -1,0 +1,37 @@
+"""The users' data paths the config names, and the dry run's warning for a missing one."""
+
+from __future__ import annotations
+
+from conftest import merged_config
+
+from dpvip.plan.data_paths import configured_data_paths, missing_data_paths
+
+
+def test_the_embedded_default_reads_no_user_data():
+    assert configured_data_paths(merged_config("config.yaml")) == []
+
+
+def test_paper_config_names_every_data_key_its_sources_read():
+    keys = dict(configured_data_paths(merged_config("config.yaml", "paper.yaml")))
+    assert keys["data.laion.shards"] == "/datasets/laion233m/shards"
+    assert keys["evaluate.datasets.ImageNet-1K.train"] == "/datasets/imagenet/train"
+    assert keys["evaluate.coco.root"] == "/datasets/coco"
+    assert keys["evaluate.ade20k.root"] == "/datasets/ADEChallengeData2016"
+    assert keys["dprandp.private.tasks.CIFAR-10.data.root"] == "/datasets/cifar10"
+    assert keys["dprandp.private.tasks.DermaMNIST.data.path"] == "/datasets/medmnist/dermamnist.npz"
+    assert keys["dp_transfer.datasets.CIFAR-100.test"] == "/datasets/cifar100/test"
+    assert not any("checkpoint" in key for key in keys)  # the baselines start from random weights
+
+
+def test_only_missing_paths_are_reported_relative_to_the_working_directory(tmp_path):
+    config = merged_config("config.yaml")
+    config["evaluate"]["coco"] |= {"source": "coco", "root": "coco"}
+    config["evaluate"]["few_shot"]["baselines"]["SimCLR"]["checkpoint"] = "simclr.pt"
+    config["dp_transfer"]["backbones"]["mine"] = {"from": "file", "path": "mine.pt", "kind": "mae", "image_size": 32}
+    config["synthetic"]["datasets"]["own"] = {"family": "image_folder", "path": "own_images", "images": 8}
+    (tmp_path / "coco").mkdir()
+    (tmp_path / "simclr.pt").write_bytes(b"")
+    assert missing_data_paths(config, tmp_path) == [
+        "config key 'synthetic.datasets.own.path': own_images does not exist (the jobs that read it will fail)",
+        "config key 'dp_transfer.backbones.mine.path': mine.pt does not exist (the jobs that read it will fail)",
+    ]
