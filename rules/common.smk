@@ -51,6 +51,7 @@ def working_directory(wildcards):
     (a function, not a string: the path is the run's, not a file prefix of the rule)."""
     return os.getcwd()
 
+
 # Every DP job finds its run's secret key in the key store (outside results/) and deletes it
 # when the run is done unless privacy.keep_keys; jobs inherit the store from the environment.
 from dpvip.privacy.randomness import use_key_store
