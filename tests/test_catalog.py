@@ -23,7 +23,7 @@ def test_every_section_is_described_and_every_key_is_listed():
     for section, node in schema["properties"].items():
         assert node.get("description"), f"schema section '{section}' has no description"
         assert f"## `{section}`\n\n{' '.join(node['description'].split())}" in readme
-    assert "| `privacy.empirical.canaries` | integer | `10000` | canaries per run (even) |" in readme
+    assert "| `privacy.empirical.canaries` | integer | `12800` | canaries per run (even) |" in readme
     assert "| `dprandp.private.tasks.<CIFAR-10 or CIFAR-100 or DermaMNIST>.data.root` |" in readme
     changed = copy.deepcopy(schema)
     changed["properties"]["bundle"]["properties"]["keep"] = {"type": "boolean", "default": True, "description": "x"}
