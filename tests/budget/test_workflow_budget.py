@@ -4,6 +4,7 @@ covers its budget or the job resumes."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,11 @@ pytestmark = pytest.mark.workflow
 
 @pytest.fixture(scope="module")
 def embedded():
-    return compute_budget(ROOT / "Snakefile", [], profile=ROOT / "profiles" / "slurm")
+    before = dict(os.environ)
+    budget = compute_budget(ROOT / "Snakefile", [], profile=ROOT / "profiles" / "slurm")
+    # planning parses the Snakefile, which sets its jobs' environment (the key store): not ours
+    assert dict(os.environ) == before
+    return budget
 
 
 def gpu_rules(budget) -> set[str]:

@@ -110,7 +110,7 @@ def plan_workflow(
     if missing:
         raise DpvipInputError(f"configuration file {missing[0]} does not exist")
     settings = profile_settings(profile)
-    here = Path.cwd()
+    here, environment = Path.cwd(), dict(os.environ)
     workdir = Path(workdir).resolve() if workdir else here
     try:
         output = OutputSettings(
@@ -133,4 +133,8 @@ def plan_workflow(
         raise DpvipInputError(f"snakemake: {' '.join(str(err).split())}") from None
     finally:
         os.chdir(here)  # the API changes into the workdir and back; make sure of it
+        # Parsing the Snakefile sets the jobs' environment (the key store, the library's
+        # path): planning leaves the caller's as it was.
+        os.environ.clear()
+        os.environ.update(environment)
     return PlannedWorkflow(sorted(jobs, key=lambda job: (job.rule, job.name)), names, settings)
