@@ -48,7 +48,7 @@ MT_WORDS = 624  # mt19937's state: 624 words of 32 bits
 # torch's CPU generator state (CPUGeneratorImplState, 5,056 bytes): the_initial_seed (u64),
 # left (i32), seeded (i32), next (u64), then the 624 state words, each stored as a u64.
 MT_STATE_OFFSET = 24
-_MT_TEMPLATE = torch.Generator().manual_seed(0).get_state()  # left = 1, seeded, next = 0
+_MT_TEMPLATE = torch.Generator().get_state()  # a fresh generator: left = 1, seeded, next = 0; words overwritten
 
 
 @dataclass(frozen=True)
