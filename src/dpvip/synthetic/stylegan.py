@@ -145,8 +145,8 @@ class StyleGANOrientedFamily(ImageFamily):
         return torch.bmm(weight, x.flatten(2)).reshape(x.shape[0], 3, *x.shape[2:])
 
     def render_block(self, start: int, count: int) -> np.ndarray:
-        draws = [self.image_draws(i) for i in range(start, start + count)]
-        with thread_invariant(self.device):
+        with thread_invariant(self.device):  # the styles' vector-matrix products too
+            draws = [self.image_draws(i) for i in range(start, start + count)]
             pink = pink_noise(self._stack(draws, "white"), self._stack(draws, "alpha"))
         pink = pink[:, None] * self._stack(draws, "noise_strength")[:, None, None, None]
         noise_at = {r: F.adaptive_avg_pool2d(pink, r) * (self.resolution / r) for r in self.resolutions}
