@@ -1,4 +1,4 @@
-"""DP-RandP result tables and claims on fake results: the paper's rows and values in order,
+"""DP-RandP result tables on fake results (the claims: test_dprandp_claims.py): the paper's rows and values in order,
 ours (mean and std over seeds) beside them, extra columns after (without a paper twin), the
 chance level and the paper's own inconsistencies in the notes, and claims that flip."""
 
@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from dpvip.plan.dprandp_runs import DPRandPPlan, PrivateRun
-from dpvip.report.dprandp_claims import claims_table
 from dpvip.report.dprandp_conflicts import CONFLICTS
 from dpvip.plan.dprandp_rows import (
     COLD_ROW,
@@ -100,9 +99,9 @@ def fake_result(run: PrivateRun, test: float, validation: float | None = None, s
     }
 
 
-def plan_with_inf() -> DPRandPPlan:
+def plan_with_inf(section: dict | None = None) -> DPRandPPlan:
     """The embedded plan with an epsilon = inf (no noise) entry in CIFAR-10's schedule."""
-    section = CONFIG["dprandp"]
+    section = section or CONFIG["dprandp"]
     cifar = section["private"]["tasks"]["CIFAR-10"]
     schedule = [
         *cifar["schedule"],
@@ -253,81 +252,6 @@ def test_table12_names_our_stand_in_models():
 def test_rows_fill_only_their_labels():
     labels = {row.label for row in table_rows(PLAN, "table24")}
     assert labels == {WARM_FULL, WARM_NO_PHASE2, COLD_ROW}
-
-
-def claims(accuracy, plan: DPRandPPlan = PLAN, test_examples: int = 100_000):
-    """Verdicts by claim key, on constructed results measured on `test_examples` images each."""
-    results = fake_results("claims", accuracy, plan)
-    for result in results.values():
-        result["data"]["test"] = test_examples
-    frame, _, _ = claims_table(plan, results)
-    return frame.set_index(frame["claim"].str[1])["verdict"].to_dict(), frame
-
-
-def paper_like(run: PrivateRun) -> float:
-    """The paper's pattern: warm ahead of cold, more so at small epsilon; Phase II helps; the
-    probe is flat in epsilon; StyleGAN the best synthetic set (seeds 0.2 points apart)."""
-    if run.init.endswith("dead_leaves") or run.init.endswith("shaders"):
-        return 50.0
-    if run.warm and run.phase2_steps == 24:  # Phase II only: flat in epsilon
-        return 60 + 0.1 * run.epsilon
-    cold_gap = 12 - run.epsilon  # the gap shrinks as epsilon grows
-    return 65 + run.epsilon + (2 if run.phase2_steps else 0) - (0 if run.warm else cold_gap) + 0.2 * run.seed
-
-
-def test_claims_hold_on_the_papers_pattern():
-    verdicts, frame = claims(paper_like)
-    assert verdicts == dict.fromkeys("abcdefgh", "held")
-    assert (
-        "epsilon 1: DP-RandP w/o Phase II 66.10 ± 0.14 vs Phase III only (De et al. [15]) 55.10 ± 0.14"
-        in (frame.at[0, "measured"])
-    )
-    assert frame.at[0, "ours: statistic [95% CI]"].startswith("+11.00 [") and frame.at[0, "seeds per group"] == "2 / 2"
-    assert "69.03" in frame.at[0, "paper's evidence"]
-
-
-def test_claims_fail_when_the_numbers_flip():
-    def flipped(run: PrivateRun) -> float:
-        if run.init.endswith("dead_leaves"):
-            return 70.0  # another synthetic set beats StyleGAN
-        if run.warm and run.phase2_steps == 24:  # Phase II only keeps up and ends ahead
-            return 30 + 3 * run.epsilon
-        cold_gap = run.epsilon - 12  # cold ahead, more so at small epsilon
-        return 65 + run.epsilon - (1 if run.phase2_steps else 0) - (0 if run.warm else cold_gap)
-
-    verdicts, _ = claims(flipped)
-    assert verdicts == dict.fromkeys("abcdefgh", "not held")
-
-
-def test_the_same_gap_on_few_test_images_is_inconclusive():
-    """Claim (c)'s 2 points on 360 test images and 2 seeds: inside the noise."""
-    verdicts, frame = claims(paper_like, test_examples=360)
-    assert verdicts["c"] == "inconclusive" and verdicts["a"] == "held"
-    low, high = frame.at[2, "ours: statistic [95% CI]"].split("[")[1].rstrip("]").split(", ")
-    assert float(low) < 0 < float(high)
-
-
-def test_claims_cannot_tell_without_results():
-    frame, _, _ = claims_table(PLAN, {})
-    assert (frame["verdict"] == "not tested").all() and list(frame["claim"].str[:3]) == [f"({k})" for k in "abcdefgh"]
-
-
-def test_claim_b_takes_epsilon_inf_as_the_largest():
-    plan = plan_with_inf()
-
-    def gap_closes_only_at_inf(run: PrivateRun) -> float:
-        if run.warm:
-            return 70.0
-        return 70.0 if math.isinf(run.epsilon) else 60.0 - run.epsilon  # gap 11 at 1, 18 at 8, 0 at inf
-
-    verdicts, frame = claims(gap_closes_only_at_inf, plan)
-    assert verdicts["b"] == "held" and "epsilon inf: +0.00" in frame.at[1, "measured"]
-    results = fake_results("claims", gap_closes_only_at_inf, plan)
-    finite = {path: result for path, result in results.items() if result["run"]["epsilon"] is not None}
-    for result in finite.values():
-        result["data"]["test"] = 100_000
-    frame, _, _ = claims_table(plan, finite)  # without the inf runs the largest is 8: the gap grew
-    assert frame.at[1, "verdict"] == "not held"
 
 
 @pytest.mark.parametrize("name", TABLES)

@@ -19,7 +19,8 @@ def claims(*verdicts: str) -> pd.DataFrame:
                 "source": "Table 1",
                 "verdict": verdict,
                 "ours: statistic [95% CI]": "+1.00 [+0.50, +1.50]" if verdict != "not tested" else "",
-                "seeds per group": "3 / 3",
+                "runs per group": "3 / 3",
+                "why": "",
             }
             for k, verdict in enumerate(verdicts)
         ]
@@ -32,7 +33,9 @@ TABLES = {"DP-RandP": claims("held", "inconclusive"), "ViP": claims("not held", 
 def test_the_overview_lists_the_papers_in_order_and_counts_the_verdicts():
     frame = overview_frame(TABLES)
     assert list(frame["paper"]) == ["ViP", "ViP", "ViP", "DP-RandP", "DP-RandP"]
-    assert verdict_counts(frame) == {"held": 2, "not held": 1, "inconclusive": 1, "not tested": 1}
+    assert verdict_counts(frame) == {"held": 2, "not held": 1, "inconclusive": 1, "not tested": 1} | dict.fromkeys(
+        ("unstable", "mixed", "uninformative"), 0
+    )
     assert overview_summary(frame) == "5 claims of the three papers: 2 held, 1 not held, 1 inconclusive, 1 not tested."
     _, title, notes = overview_table(TABLES, "embedded")
     assert "claims" in title and notes[1] == overview_summary(frame)

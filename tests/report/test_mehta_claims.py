@@ -48,7 +48,9 @@ def test_the_claims_hold_on_the_papers_pattern():
     claims = mehta_claims(studies(lamb=68.8, sgd=47.1, large=68.8, small=60.0, zero=81, lecun=10, high=72, low=19))
     assert verdicts(claims) == dict.fromkeys("abcd", "held") | dict.fromkeys("ef", "not tested")
     assert claims[2].measured == "zero init vs LeCun normal init: 81.10 (3 seeds) vs 10.10 (3 seeds)"
-    assert claims[3].verdict.seeds == "3 / 3"
+    assert claims[3].verdict.runs == "3 / 3"
+    assert claims[2].verdict.verdict == "held"  # LeCun init at chance: the claim expects that arm there
+    assert claims[0].verdict.interval.startswith("ResNet50x4: +21.70 [")  # one interval per model
 
 
 def test_the_claims_fail_when_the_numbers_flip():
@@ -56,11 +58,18 @@ def test_the_claims_fail_when_the_numbers_flip():
     assert verdicts(claims) == dict.fromkeys("abcd", "not held") | dict.fromkeys("ef", "not tested")
 
 
-def test_one_model_against_the_claim_makes_it_not_held():
+def test_models_that_disagree_make_the_claim_mixed():
     found = studies(lamb=60, sgd=50, large=60, small=50, zero=80, lecun=10, high=70, low=20)
     found["mehta_table1"] = study(
         {(ROWS[0], "With privacy / batch=2^20"): 70.0, (ROWS[1], "With privacy / batch=2^20"): 50.0}
     )
+    claim = mehta_claims(found)[0]
+    assert claim.verdict.verdict == "mixed" and "ResNet50x4 points against" in claim.verdict.reason
+
+
+def test_both_models_against_the_claim_make_it_not_held():
+    found = studies(lamb=60, sgd=50, large=60, small=50, zero=80, lecun=10, high=70, low=20)
+    found["mehta_table1"] = study({(row, "With privacy / batch=2^20"): 70.0 for row in ROWS})
     assert verdicts(mehta_claims(found))["a"] == "not held"
 
 

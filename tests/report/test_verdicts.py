@@ -1,54 +1,122 @@
-"""The verdict logic (dpvip.report.verdicts) on constructed results: a clear difference is
-held or not held, a difference inside the noise is inconclusive, a missing group is not
-tested; the interval carries seed spread and test-set noise."""
+"""The verdict logic (dpvip.report.verdicts) on constructed results: a clear difference over
+enough runs is held or not held, a difference inside the run-to-run spread is inconclusive,
+too few runs never decide, an arm at chance or 100% is uninformative, a verdict that rests on
+one run is unstable, parts that disagree are mixed; the interval and the power column match
+their formulas."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
+from scipy import stats
 
-from dpvip.report.verdicts import HELD, INCONCLUSIVE, NOT_HELD, NOT_TESTED, Group, both, judge, not_tested
+from dpvip.report.verdicts import (
+    HELD,
+    INCONCLUSIVE,
+    MIXED,
+    NOT_HELD,
+    NOT_TESTED,
+    REFERENCE_RUN_SD,
+    UNINFORMATIVE,
+    UNSTABLE,
+    Group,
+    across,
+    contrast_interval,
+    judge,
+    not_tested,
+)
+
+DIFFERENCE = {"better": 1, "worse": -1}
 
 
-def difference(means):
-    return means["better"] - means["worse"]
+def verdict_of(better, worse, n=None, effect=None, chance=None):
+    groups = {"better": Group.of(better, n, chance), "worse": Group.of(worse, n, chance)}
+    return judge(groups, DIFFERENCE, effect)
 
 
-def verdict_of(better, worse, n=None):
-    return judge({"better": Group.of(better, n), "worse": Group.of(worse, n)}, difference)
-
-
-def test_a_clear_gap_over_seeds_is_held_and_its_reverse_not_held():
+def test_a_clear_gap_over_three_runs_is_held_and_its_reverse_not_held():
     held = verdict_of([80.1, 79.8, 80.3], [70.2, 70.0, 69.7], n=10_000)
-    assert held.verdict == HELD and held.estimate == pytest.approx(10.1, abs=0.01) and held.low > 9
+    assert held.verdict == HELD and held.estimate == pytest.approx(10.1, abs=0.01) and held.low > 8
     assert verdict_of([70.2, 70.0, 69.7], [80.1, 79.8, 80.3], n=10_000).verdict == NOT_HELD
-    assert held.seeds == "3 / 3" and held.interval.startswith("+10.10 [")
+    assert held.runs == "3 / 3" and held.interval.startswith("+10.10 [")
 
 
-def test_a_gap_inside_the_seed_spread_is_inconclusive():
-    found = verdict_of([60.0, 75.0, 68.0], [64.0, 70.0, 58.0])
+def test_the_interval_is_welch_on_the_run_means_plus_the_binomial_variance():
+    better, worse, n = [60.0, 64.0, 62.0], [50.0, 51.0, 55.0], 1000
+    found = verdict_of(better, worse, n)
+    p1, p2 = ((sum(v) / 3 / 100 * n + 2) / (n + 4) for v in (better, worse))
+    run1, run2 = 4.0 / 3, 7.0 / 3  # sample variances / 3
+    binomial = 1e4 * (p1 * (1 - p1) + p2 * (1 - p2)) / (n + 4)
+    se = math.sqrt(run1 + run2 + binomial)
+    df = (run1 + run2 + binomial) ** 2 / (run1**2 / 2 + run2**2 / 2)
+    half = stats.t.ppf(0.975, df) * se
+    assert (found.high - found.low) / 2 == pytest.approx(half, rel=1e-9)
+    assert found.detectable == pytest.approx((stats.t.ppf(0.975, df) + stats.t.ppf(0.8, df)) * se)
+
+
+def test_a_gap_inside_the_run_spread_is_inconclusive():
+    found = verdict_of([60.0, 75.0, 68.0], [64.0, 70.0, 58.0], n=10_000)
     assert found.verdict == INCONCLUSIVE and found.low < 0 < found.high
 
 
-def test_one_seed_carries_the_test_set_noise():
-    """95.3 against 94.4 on 360 test images: within the binomial noise (se about 1.7 points);
-    the same on 100,000 images is a real difference."""
-    assert verdict_of([95.28], [94.44], n=360).verdict == INCONCLUSIVE
-    assert verdict_of([95.28], [94.44], n=100_000).verdict == HELD
-    interval = verdict_of([95.28], [94.44], n=360)
-    assert 2.5 < interval.high - interval.estimate < 4.5  # about 1.96 x 1.7
+def test_fewer_than_three_runs_never_decide():
+    """A 30-point gap on one run each is inconclusive (single run); its interval assumes the
+    reference run-to-run SD, so it is wider than the test-set noise alone."""
+    one = verdict_of([80.0], [50.0], n=100_000)
+    assert one.verdict == INCONCLUSIVE and "single run" in one.reason and str(REFERENCE_RUN_SD) in one.reason
+    se = math.sqrt(2) * REFERENCE_RUN_SD  # the test set of 100,000 adds little
+    assert stats.t.ppf(0.975, 32) * se < (one.high - one.low) / 2 < stats.t.ppf(0.975, 16) * se * 1.01
+    two = verdict_of([80.0, 80.5], [50.0, 50.5], n=100_000)
+    assert two.verdict == INCONCLUSIVE and "2 runs" in two.reason
 
 
-def test_the_interval_matches_the_normal_approximation():
-    """Two binomial proportions of n: the bootstrap's 95% half-width is 1.96 sqrt(2 p (1-p) / n)."""
-    found = verdict_of([50.0], [50.0], n=2000)
-    expected = 1.96 * math.sqrt(2 * 0.25 / 2000) * 100
-    assert (found.high - found.low) / 2 == pytest.approx(expected, rel=0.05)
+def test_a_final_loss_of_one_run_has_no_interval():
+    found = judge({"better": Group.of([1.2]), "worse": Group.of([0.7])}, DIFFERENCE)
+    assert found.verdict == INCONCLUSIVE and "single run" in found.reason
+    assert found.interval == "+0.50 (no interval from a single run)"
+    three = judge({"better": Group.of([1.2, 1.21, 1.19]), "worse": Group.of([0.7, 0.71, 0.69])}, DIFFERENCE)
+    assert three.verdict == HELD  # losses over 3 runs: their run-to-run spread, no test set
 
 
-def test_a_statistic_of_four_groups():
+def test_an_arm_at_chance_or_at_the_ceiling_is_uninformative():
+    at_chance = verdict_of([11.0, 10.5, 12.0], [9.0, 10.0, 9.5], n=360, chance=10.0)
+    assert at_chance.verdict == UNINFORMATIVE and at_chance.reason.startswith("better (11.2) is within noise of chance")
+    at_ceiling = verdict_of([99.9, 100.0, 99.8], [99.8, 99.9, 99.7], n=360, chance=10.0)
+    assert at_ceiling.verdict == UNINFORMATIVE and at_ceiling.reason == "worse (99.8) is within noise of 100%"
+    # a worse arm at chance, or a better one at 100%, does not stop the claim from showing
+    assert verdict_of([80.0, 81.0, 79.5], [10.0, 9.5, 10.5], n=360, chance=10.0).verdict == HELD
+    assert verdict_of([99.9, 100.0, 99.8], [60.0, 61.0, 59.0], n=360, chance=10.0).verdict == HELD
+    # the reverse claim: its better arm never learned
+    assert verdict_of([10.0, 9.5, 10.5], [80.0, 81.0, 79.5], n=360, chance=10.0).verdict == UNINFORMATIVE
+
+
+def test_a_verdict_that_rests_on_one_run_is_unstable():
+    """Held over all runs, but only because of the third run of `better`: without it the
+    interval (the same spread, two runs) contains 0."""
+    found = verdict_of([70.0, 70.5, 73.0], [66.0, 66.5, 65.5], n=100_000)
+    assert found.verdict == UNSTABLE and found.reason == "held on all runs, but without better run 3: inconclusive"
+    assert verdict_of([70.0, 70.5, 71.0], [66.0, 66.5, 65.5], n=100_000).verdict == HELD
+
+
+def test_several_contrasts_must_all_hold():
+    """StyleGAN-Oriented beats each other set: held only if it beats both; not held when one
+    other set beats it beyond a Bonferroni-corrected interval."""
+    groups = {
+        "oriented": Group.of([70, 71, 69], 100_000),
+        "leaves": Group.of([60, 61, 59], 100_000),
+        "shaders": Group.of([69.5, 70.5, 68.5], 100_000),
+    }
+    contrasts = [{"oriented": 1, other: -1} for other in ("leaves", "shaders")]
+    found = judge(groups, contrasts)
+    assert found.verdict == INCONCLUSIVE and found.estimate == pytest.approx(0.5)  # the binding contrast
+    groups["shaders"] = Group.of([80, 81, 79], 100_000)
+    assert judge(groups, contrasts).verdict == NOT_HELD
+    groups["shaders"] = Group.of([60, 61, 59], 100_000)
+    assert judge(groups, contrasts).verdict == HELD
+
+
+def test_a_contrast_of_four_groups():
     """The gap grows: (warm - cold) at small epsilon minus (warm - cold) at large epsilon."""
     groups = {
         "warm_small": Group.of([70, 71, 69], 10_000),
@@ -56,30 +124,44 @@ def test_a_statistic_of_four_groups():
         "warm_large": Group.of([85, 86, 84], 10_000),
         "cold_large": Group.of([82, 83, 81], 10_000),
     }
-    found = judge(groups, lambda m: (m["warm_small"] - m["cold_small"]) - (m["warm_large"] - m["cold_large"]))
+    contrast = {"warm_small": 1, "cold_small": -1, "warm_large": -1, "cold_large": 1}
+    found = judge(groups, contrast)
     assert found.verdict == HELD and found.estimate == pytest.approx(12.0)
+    assert contrast_interval(groups, contrast).standard_error > 0
+
+
+def test_the_power_column():
+    """Runs needed: the fewest runs per group whose minimum detectable effect reaches the
+    paper's effect at this spread; none when the test set alone is too noisy."""
+    groups = {"better": Group.of([62, 56, 60], 10_000), "worse": Group.of([52, 48, 50], 10_000)}
+    needed = int(judge(groups, DIFFERENCE, paper_effect=5.0).runs_needed)
+    assert contrast_interval(groups, DIFFERENCE, needed).detectable <= 5.0
+    assert contrast_interval(groups, DIFFERENCE, needed - 1).detectable > 5.0 and needed > 3
+    assert judge(groups, DIFFERENCE).runs_needed == "no paper effect"
+    # on 360 test images each mean carries 2.6 points of test-set noise whatever the runs
+    small = {name: Group.of(group.values, 360) for name, group in groups.items()}
+    assert judge(small, DIFFERENCE, paper_effect=5.0).runs_needed == "none: 360 test images are too few"
 
 
 def test_missing_results_and_untestable_claims():
-    missing = judge({"better": Group.of([50.0]), "worse": Group.of([float("nan")])}, difference)
+    missing = judge({"better": Group.of([50.0]), "worse": Group.of([float("nan")])}, DIFFERENCE)
     assert missing.verdict == NOT_TESTED and "worse" in missing.reason
     assert not_tested("no data").verdict == NOT_TESTED and not_tested("no data").interval == ""
 
 
-def test_losses_resample_what_they_are_given():
-    lower, higher = Group.of(np.linspace(0.60, 0.62, 4)), Group.of(np.linspace(1.05, 1.07, 4))
-    found = judge({"better": higher, "worse": lower}, difference)
-    assert found.verdict == HELD and found.estimate == pytest.approx(0.45)
-
-
-def test_both_parts():
-    held, inconclusive = verdict_of([90], [10], 10_000), verdict_of([50], [50], 100)
-    not_held = verdict_of([10], [90], 10_000)
-    assert both(held, held).verdict == HELD
-    assert both(held, inconclusive).verdict == INCONCLUSIVE
-    assert both(inconclusive, not_held).verdict == NOT_HELD
-    assert both(held, not_tested("x")).verdict == NOT_TESTED
+def test_parts_across_settings():
+    held = verdict_of([90, 91, 89], [10, 11, 9], 10_000)
+    not_held = verdict_of([10, 11, 9], [90, 91, 89], 10_000)
+    leaning_for = verdict_of([60, 75, 68], [58, 66, 59], 10_000)
+    assert leaning_for.verdict == INCONCLUSIVE and leaning_for.estimate > 0
+    assert across({"ResNet": held, "ViT": held}).verdict == HELD
+    mixed = across({"ResNet": not_held, "ViT": leaning_for})
+    assert mixed.verdict == MIXED and "ResNet points against" in mixed.reason and "ViT points for" in mixed.reason
+    assert across({"ResNet": held, "ViT": not_held}).verdict == MIXED
+    assert across({"ResNet": held, "ViT": leaning_for}).verdict == INCONCLUSIVE
+    assert across({"ResNet": held, "ViT": not_tested("x")}).verdict == NOT_TESTED
+    assert across({"ResNet": held, "ViT": held}).interval.startswith("ResNet: +80.00 [")
 
 
 def test_the_verdicts_repeat():
-    assert verdict_of([60, 62], [58, 61], 360) == verdict_of([60, 62], [58, 61], 360)
+    assert verdict_of([60, 62, 61], [58, 61, 57], 360) == verdict_of([60, 62, 61], [58, 61, 57], 360)

@@ -94,7 +94,7 @@ def table10_cells(plan: DPRandPPlan) -> dict[str, list[PrivateRun]]:
     for dataset in [plan.dataset, *plan.ablations.get("datasets", [])]:
         init = plan.phase1_run(dataset=dataset)
         column = TABLE10_COLUMNS.get(plan.families.get(dataset, ""), dataset)
-        cells[column] = [plan.run(MAIN_TASK, init, epsilon, s, "all") for s in plan.ablation_seeds]
+        cells[column] = [plan.run(MAIN_TASK, init, epsilon, s, "all") for s in plan.claim_seeds]
     return cells
 
 
@@ -103,7 +103,7 @@ def table11_rows(plan: DPRandPPlan) -> list[RunRow]:
     rows = []
     for method in [plan.method, *plan.ablations.get("methods", [])]:
         init = plan.phase1_run(method=method)
-        seeds = plan.seeds if method == plan.method else plan.ablation_seeds
+        seeds = plan.seeds if method == plan.method else plan.claim_seeds
         label = METHOD_LABELS[method]
         rows.append(
             RunRow(f"{label} / {WARM_FULL}", _by_epsilon(plan.cells(MAIN_TASK, init, "schedule", epsilons, seeds)))

@@ -110,6 +110,8 @@ class DPRandPPlan:
         private = section["private"]
         self.seeds = [int(s) for s in private["seeds"]]
         self.ablation_seeds = [int(s) for s in ablations.get("seeds", self.seeds)]
+        # the ablations a claim compares (Tables 10 and 11) may run more seeds than the rest
+        self.claim_seeds = [int(s) for s in ablations.get("claim_seeds", self.ablation_seeds)]
         self.tasks = private["tasks"]
         for task, spec in self.tasks.items():
             if task not in TASKS:
