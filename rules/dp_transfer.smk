@@ -54,5 +54,6 @@ rule transfer_study:
     params:
         runs=lambda wildcards: TRANSFER_PLAN.runs(wildcards.study),
         caches=lambda wildcards: study_caches(wildcards.study),
+        selection=lambda wildcards: TRANSFER_PLAN.selection_record(wildcards.study),
     script:
         "../workflow_scripts/transfer_study.py"

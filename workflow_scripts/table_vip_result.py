@@ -9,7 +9,7 @@ from dpvip.report.privacy_notes import randomness_notes
 from dpvip.report.tables import write_table
 from dpvip.plan.vip_rows import table_rows
 from dpvip.report.vip_readings import label_random_baselines, reading_notes
-from dpvip.report.vip_tables import TITLES, ours_by_backbone, run_facts, stand_in_notes, vip_table
+from dpvip.report.vip_tables import TITLES, ours_by_backbone, run_facts, selection_notes, stand_in_notes, vip_table
 
 with workflow_job(snakemake.log[0]):
     table, backbones = snakemake.wildcards.table, snakemake.params.backbones
@@ -28,5 +28,6 @@ with workflow_job(snakemake.log[0]):
     for backbone, facts in run_facts(backbones.runs, privacy, parameters).items():
         ours.setdefault(backbone, {}).update(facts)
     frame = label_random_baselines(vip_table(table, values, rows, ours), results)
-    notes = stand_in_notes(results, snakemake.params.scale) + reading_notes(results, snakemake.params.columns)
+    notes = stand_in_notes(results, snakemake.params.scale) + selection_notes(results)
+    notes += reading_notes(results, snakemake.params.columns)
     write_table(frame, snakemake.output[0], TITLES[table], notes + randomness_notes([results, privacy]))

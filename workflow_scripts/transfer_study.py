@@ -7,4 +7,10 @@ from dpvip.transfer.jobs import run_study
 
 with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
-    run_study(snakemake.wildcards.study, snakemake.params.runs, snakemake.params.caches, snakemake.output[0])
+    run_study(
+        snakemake.wildcards.study,
+        snakemake.params.runs,
+        snakemake.params.caches,
+        snakemake.output[0],
+        selection=snakemake.params.selection,
+    )

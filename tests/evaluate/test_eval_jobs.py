@@ -67,8 +67,36 @@ def test_a_probe_job_writes_its_column_grid_and_stand_in(tmp_path, checkpoint):
     }
     assert result["columns"]["ImageNet-1K"] == 100 * result["grid"]["accuracy"] > 20  # chance: 10%
     assert set(result["grid"]["grid"]) == {"16.0", "1.0"}
-    assert result["data"] == {"stand_in": "scikit-learn digits", "train": 1437, "test": 360}
+    # the default selection: 10% of train (ceil: 144) held out, the blr chosen on it
+    split = {"train": 1293, "validation": 144, "test": 360}
+    assert result["data"] == {"stand_in": "scikit-learn digits", "train": 1437, "test": 360, "split": split}
+    assert result["selection"] == {"mode": "validation", "fraction": 0.1, "seed": 0, "stratified": True}
+    validation = result["grid"]["validation"]
+    assert set(validation) == {"16.0", "1.0"} and result["grid"]["blr"] == float(max(validation, key=validation.get))
     assert result["settings"]["augmentation"] == "none: features computed once"
+
+
+def test_a_probe_job_on_test_selection_keeps_the_papers_practice(tmp_path, checkpoint):
+    section = SECTION | {"linear_probe": SECTION["linear_probe"] | {"selection": {"mode": "test"}}}
+    out = tmp_path / "probe.json"
+    run_evaluation(Evaluation("linear_probe", "vip_pico", "ImageNet-1K"), section, checkpoint, out)
+    result = json.loads(out.read_text())
+    grid = result["grid"]["grid"]
+    assert result["grid"]["blr"] == float(max(grid, key=grid.get)) and "validation" not in result["grid"]
+    assert result["selection"]["mode"] == "test" and "optimistic" in result["selection"]["label"]
+    assert result["data"] == {"stand_in": "scikit-learn digits", "train": 1437, "test": 360}
+
+
+def test_an_augmented_probe_job_holds_out_its_validation_images(tmp_path, checkpoint):
+    options = SECTION["linear_probe"] | {"augment": True, "epochs": 1, "warmup_epochs": 0, "blrs": [1.0, 16.0]}
+    section = SECTION | {"linear_probe": options | {"selection": {"mode": "validation", "fraction": 0.25}}}
+    out = tmp_path / "probe.json"
+    run_evaluation(Evaluation("linear_probe", "vip_pico", "ImageNet-1K"), section, checkpoint, out)
+    result = json.loads(out.read_text())
+    assert result["data"]["split"] == {"train": 1077, "validation": 360, "test": 360}
+    validation = result["grid"]["validation"]
+    assert result["grid"]["blr"] == float(max(validation, key=validation.get))
+    assert result["grid"]["accuracy"] == result["grid"]["grid"][str(result["grid"]["blr"])]
 
 
 def test_a_dp_finetune_job_writes_its_ledger(tmp_path, checkpoint):

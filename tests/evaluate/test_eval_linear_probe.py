@@ -9,7 +9,16 @@ import torch
 from timm.optim import Lars
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.linear_probe import LinearProbe, ProbeSettings, lars, probe_grid, top1_accuracy, train_probe
+from dpvip.evaluate.linear_probe import (
+    LinearProbe,
+    ProbeSettings,
+    best_of_grid,
+    lars,
+    probe_grid,
+    top1_accuracy,
+    train_probe,
+)
+from dpvip.selection import TEST, Selection, validation_split
 
 CLASSES, DIM = 10, 32
 SETTINGS = ProbeSettings(epochs=30, warmup_epochs=3, batch_size=128, blr=16.0)
@@ -66,16 +75,55 @@ def test_top1_accuracy_counts_argmax_agreement():
     assert top1_accuracy(probe, features, torch.tensor([0, 1, 2, 1])) == pytest.approx(0.75)
 
 
-def test_probe_grid_returns_the_best_base_lr_and_every_grid_value(separable):
+def test_probe_grid_on_test_returns_the_best_base_lr_and_every_grid_value(separable):
+    """`selection: test` (the paper's practice) is the old grid: every probe on all of train,
+    the best test accuracy reported, and the result says how it was chosen."""
     train, test = separable
     settings = replace(SETTINGS, epochs=5)
     blrs = [1e-6, 16.0, 1e-3]  # the best in the middle, so neither first nor last wins by position
-    result = probe_grid(train, test, CLASSES, settings, blrs)
+    result = probe_grid(train, test, CLASSES, settings, blrs, selection=TEST)
     assert set(result["grid"]) == set(blrs)
     for blr in blrs:  # each grid value is that blr's probe, trained alone (training is deterministic)
         assert result["grid"][blr] == top1_accuracy(train_probe(*train, CLASSES, replace(settings, blr=blr)), *test)
     assert result["blr"] == 16.0 == max(result["grid"], key=result["grid"].get)
     assert result["accuracy"] == result["grid"][16.0] > max(result["grid"][1e-6], result["grid"][1e-3])
+    assert result["selection"]["mode"] == "test" and "optimistic" in result["selection"]["label"]
+    assert "validation" not in result and "split" not in result
+
+
+def test_probe_grid_picks_on_validation_accuracy_not_on_test_accuracy(separable):
+    """A test split whose labels are shifted by one class: the well-trained probe (blr 16) is
+    right on the held-out share of train and wrong on nearly every test point, the untrained
+    one (blr 1e-6) about as often right as chance on both. Chosen on validation: blr 16 and its
+    (low) test accuracy; chosen on test: blr 1e-6. Each probe trains on the kept 80% only."""
+    train, (test_features, test_labels) = separable
+    test = (test_features, (test_labels + 1) % CLASSES)
+    settings = SETTINGS
+    blrs = [1e-6, 16.0]
+    picked = probe_grid(train, test, CLASSES, settings, blrs, selection=Selection(fraction=0.2, seed=3))
+    on_test = probe_grid(train, test, CLASSES, settings, blrs, selection=TEST)
+    assert on_test["blr"] == 1e-6 and on_test["grid"][1e-6] > on_test["grid"][16.0]
+    assert picked["blr"] == 16.0 and picked["validation"][16.0] > 0.9 > picked["validation"][1e-6]
+    assert picked["grid"][1e-6] > picked["grid"][16.0] == picked["accuracy"]  # the test-best was not taken
+    assert picked["validation_accuracy"] == picked["validation"][16.0]
+    assert picked["selection"] == {"mode": "validation", "fraction": 0.2, "seed": 3, "stratified": True}
+    assert picked["split"] == {"train": 800, "validation": 200, "test": 500}
+    kept, held = validation_split(train[1].numpy(), 0.2, 3)
+    kept, held = torch.from_numpy(kept), torch.from_numpy(held)
+    probe = train_probe(train[0][kept], train[1][kept], CLASSES, replace(settings, blr=16.0))
+    assert picked["accuracy"] == top1_accuracy(probe, *test)
+    assert picked["validation"][16.0] == top1_accuracy(probe, train[0][held], train[1][held])
+
+
+def test_best_of_grid_chooses_by_the_selection_mode():
+    points = {0.1: {"validation": 0.9, "test": 0.5}, 0.2: {"validation": 0.6, "test": 0.8}}
+    result = best_of_grid(lambda value, saved: points[value], list(points), "lr", selection=Selection())
+    assert (result["lr"], result["accuracy"], result["validation_accuracy"]) == (0.1, 0.5, 0.9)
+    assert result["grid"] == {0.1: 0.5, 0.2: 0.8} and result["validation"] == {0.1: 0.9, 0.2: 0.6}
+    tested = best_of_grid(lambda value, saved: points[value]["test"], list(points), "lr")
+    assert (tested["lr"], tested["accuracy"], tested["selection"]["mode"]) == (0.2, 0.8, "test")
+    with pytest.raises(DpvipInputError, match="validation accuracy"):
+        best_of_grid(lambda value, saved: points[value]["test"], list(points), "lr", selection=Selection())
 
 
 def test_batchnorm_has_no_affine_parameters_and_the_head_starts_at_n_0_001():

@@ -31,6 +31,7 @@ from dpvip.models import MAESettings
 from dpvip.models.checkpoint import save_mae
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.plan.vip_evaluations import Evaluation
+from dpvip.selection import TEST
 from dpvip.train.resume import LoopState
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -188,10 +189,10 @@ def test_a_grid_of_other_settings_is_refused_by_the_key_that_differs(tmp_path, s
     job = JobState(tmp_path, every=1)
     sigterm_at(6 + 1)  # killed at the second blr's first step: the first is done
     with pytest.raises(SystemExit):
-        probe_grid(data, data, 4, settings, [1.0, 2.0], job)
+        probe_grid(data, data, 4, settings, [1.0, 2.0], job, TEST)
     sigterm_at(None)
     with pytest.raises(DpvipInputError, match=r"grid_blr.json belongs to a run with settings.epochs 3 \(now 4\)"):
-        probe_grid(data, data, 4, replace(settings, epochs=4), [1.0, 2.0], job)
+        probe_grid(data, data, 4, replace(settings, epochs=4), [1.0, 2.0], job, TEST)
 
 
 FEATURES = {"pooling": "mean", "last_blocks": 1, "final_norm": True}

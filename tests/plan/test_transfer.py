@@ -127,3 +127,33 @@ def test_unknown_names_give_one_line_errors(path, value, message):
     assert "\n" not in str(err.value)
     with pytest.raises(DpvipInputError, match="no DP transfer study"):
         TransferPlan(EMBEDDED).runs("mehta_table9")
+
+
+def with_selection(section: dict, **selection) -> dict:
+    section = copy.deepcopy(section)
+    section["mehta"]["selection"] = selection
+    return section
+
+
+def test_head_runs_hold_out_a_uniform_validation_share_by_default_and_test_mode_holds_out_none():
+    plan, paper_practice = TransferPlan(EMBEDDED), TransferPlan(with_selection(EMBEDDED, mode="test"))
+    for study in STUDIES:
+        heads = [run for run in plan.runs(study) if run.kind == "head"]
+        assert all(run.settings["validation"] == {"fraction": 0.1, "seed": 0, "stratified": False} for run in heads)
+        assert not any("validation" in run.settings for run in paper_practice.runs(study))
+        assert all("validation" not in run.settings for run in plan.runs(study) if run.kind == "probe")
+    record = plan.selection_record("mehta_table1")
+    assert record["mode"] == "validation" and not record["stratified"]
+    assert "held out of the private set" in record["privacy"] and "composition" in record["privacy"]
+    tested = paper_practice.selection_record("mehta_table1")
+    assert tested["mode"] == "test" and "optimistic" in tested["label"] and "optimistic" in tested["privacy"]
+    assert plan.selection_record("dprandp_probe_cifar") is None  # one learning rate per cell: no pick
+
+
+def test_planned_sizes_count_the_examples_left_after_the_validation_cut():
+    """delta < 1/n for n the examples a head trains on: digits' 1,437 train less 144 held out."""
+    section = copy.deepcopy(EMBEDDED)
+    section["mehta"]["delta"] = 1 / 1300  # above 1/1437, below 1/1293
+    TransferPlan(section)
+    with pytest.raises(DpvipInputError, match="delta"):
+        TransferPlan(with_selection(section, mode="test"))

@@ -105,3 +105,30 @@ def test_the_report_inherits_the_mechanisms_of_its_parts():
     )
     report = next(entry for entry in statement["outputs"] if entry["output"] == "report")
     assert len(report["mechanisms"]) == 2
+
+
+@pytest.mark.parametrize("mode", ["validation", "test", None])
+def test_the_statement_says_how_each_grid_was_picked(mode):
+    """On a held-out validation share (the default) nothing is picked on test data, and the
+    held-out examples are said to be outside the guarantee; on test (or a result that records
+    no selection: an older one) the pick is on test data, as the papers did."""
+    selection = {"selection": {"mode": mode}} if mode else {}
+    study = {"runs": [{"result": {"privacy": ledger()}}]} | selection
+    probe = {"evaluation": {"task": "linear_probe"}, "columns": {}} | selection
+    statement = build_statement(
+        ["tables/mehta_table1.csv", "tables/vip_table1.csv"],
+        {"mehta_table1": [study], "vip_table1": [probe, {"privacy": ledger()}]},
+    )
+    entries = {entry["output"]: entry for entry in statement["outputs"]}
+    for output, picked in (("mehta_table1", "learning rate picked on "), ("vip_table1", "linear-probe learning rate")):
+        entry = entries[output]
+        assert entry["hyperparameter_selection"].startswith(picked)
+        if mode == "validation":
+            assert entry["hyperparameters_on_test_data"] is None
+            assert "validation" in entry["hyperparameter_selection"]
+        else:
+            assert entry["hyperparameters_on_test_data"] == entry["hyperparameter_selection"]
+            assert "test" in entry["hyperparameters_on_test_data"]
+    if mode == "validation":
+        assert "outside the guarantee" in entries["mehta_table1"]["hyperparameter_selection"]
+    assert entries["mehta_table1"]["hyperparameter_selection"] in render(statement)

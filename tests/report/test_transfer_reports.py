@@ -18,8 +18,11 @@ from dpvip.report.dprandp_probe_tables import probe_table
 from dpvip.report.mehta_tables import mehta_table
 from dpvip.report.paper_values import load_paper_values, paper_table
 from dpvip.report.tables import write_table
+from dpvip.errors import DpvipInputError
+from dpvip.report.grid_privacy import grid_notes
 from dpvip.report.transfer_cells import study_cells
 from dpvip.plan.transfer import TransferPlan
+from dpvip.selection import TEST_LABEL
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +41,73 @@ def test_cells_take_the_best_learning_rate_and_average_its_seeds():
     assert cell.lr == 1.6  # 40 + 16 + seed beats 40 + 4 + seed
     assert cell.mean == pytest.approx(57.0) and cell.std == pytest.approx(1.0)  # seeds 0, 1, 2
     assert cell.seeds == 3
+
+
+def validation_favours_small_rates(run) -> float:
+    """Validation accuracy 60 - 10 lr + seed: the smaller learning rate is best on validation,
+    while the test accuracy (40 + 10 lr + seed) favours the larger."""
+    return 60.0 - 10 * run.settings["lr"] + run.settings["seed"]
+
+
+def with_ledgers(results: dict) -> dict:
+    """The fake privacy records completed as a ledger's (what the grid notes compose)."""
+    for run in results["runs"]:
+        if run["result"]["privacy"]:
+            run["result"]["privacy"] |= {"randomness": "seeded", "private": False, "steps_done": 12}
+    return results
+
+
+PAPER_PRACTICE = TransferPlan(EMBEDDED | {"mehta": EMBEDDED["mehta"] | {"selection": {"mode": "test"}}})
+CELL = ("ViT-B/16 / Last layer", "With privacy / batch=2^20")
+
+
+def test_cells_choose_on_validation_accuracy_not_on_test_accuracy():
+    results = fake("mehta_table1", validation=validation_favours_small_rates)
+    assert results["selection"]["mode"] == "validation"
+    cell = study_cells(results)[CELL]
+    assert cell.lr == 0.1 and cell.selection == "validation"  # 1.6 is the best on test
+    assert cell.mean == pytest.approx(42.0)  # the chosen rate's test accuracy: 40 + 1 + seeds 0, 1, 2
+    assert cell.validation == pytest.approx(60.0)  # 60 - 1 + seeds 0, 1, 2
+
+
+def test_test_selection_is_the_papers_practice_and_the_notes_say_so():
+    results = fake_study(PAPER_PRACTICE, "mehta_table1", validation=validation_favours_small_rates)
+    assert not any("validation" in run["settings"] for run in results["runs"])  # trained on the whole split
+    cell = study_cells(results)[CELL]
+    assert (cell.lr, cell.mean, cell.selection, cell.validation) == (1.6, pytest.approx(57.0), "test", None)
+    old = {key: value for key, value in results.items() if key != "selection"}  # an older result: on test too
+    assert study_cells(old)[CELL] == cell
+    _, _, notes = mehta_table("table1", results, VALUES, EMBEDDED, "embedded")
+    assert any(TEST_LABEL in note for note in notes)
+    assert any(note.startswith("Selection: each cell's learning rate " + TEST_LABEL) for note in notes)
+    grids = grid_notes([with_ledgers(fake_study(PAPER_PRACTICE, "mehta_table5"))])  # single steps: quick to compose
+    assert grids and all("picked on test accuracy (the paper's practice; optimistic)" in note for note in grids)
+
+
+def test_validation_notes_say_what_chose_and_what_the_guarantee_covers():
+    results = fake("mehta_table1", validation=validation_favours_small_rates)
+    _, _, notes = mehta_table("table1", results, VALUES, EMBEDDED, "embedded")
+    assert not any(TEST_LABEL in note for note in notes)
+    assert any(
+        note.startswith("Each cell: the learning rate of the grid with the best mean validation") for note in notes
+    )
+    (selection,) = [note for note in notes if note.startswith("Selection: ")]
+    assert "picked on validation accuracy: 10% of the training split held out (uniformly at random" in selection
+    (privacy,) = [note for note in notes if note.startswith("Privacy of the pick: ")]
+    assert "held out of the private set" in privacy and "no DP guarantee" in privacy
+    grids = grid_notes([with_ledgers(fake("mehta_table5"))])
+    assert grids and all("validation share held out of the private set" in note for note in grids)
+
+
+def test_a_result_whose_runs_held_out_a_share_but_record_no_selection_is_refused():
+    results = fake("mehta_table1")
+    del results["selection"]
+    with pytest.raises(DpvipInputError, match="records no selection"):
+        study_cells(results)
+    results = fake("mehta_table1")
+    del results["runs"][0]["result"]["validation_accuracy"]
+    with pytest.raises(DpvipInputError, match="recorded none"):
+        study_cells(results)
 
 
 @pytest.mark.parametrize("table", ["table1", "table2"])

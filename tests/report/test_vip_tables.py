@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dpvip.report.paper_values import load_paper_values
 from dpvip.plan.vip_rows import Row
-from dpvip.report.vip_tables import ours_by_backbone, run_facts, stand_in_notes, vip_table
+from dpvip.report.vip_tables import ours_by_backbone, run_facts, selection_notes, stand_in_notes, vip_table
 from dpvip.plan.vip_runs import DPRun
 
 VALUES = load_paper_values(Path(__file__).resolve().parents[2] / "config" / "paper_values")
@@ -68,4 +68,24 @@ def test_notes_name_the_scale_and_each_stand_in_once():
     assert notes[1:] == [
         "COCO 2017: generated shapes stands in (64 train / 16 test)",
         "ImageNet-1K: scikit-learn digits stands in (1437 train / 360 test)",
+    ]
+
+
+def test_selection_notes_say_how_each_grid_was_picked():
+    def probe(selection: dict | None) -> dict:
+        grid = {"accuracy": 0.5, "blr": 1.0, "grid": {"1.0": 0.5}} | ({"selection": selection} if selection else {})
+        return {"evaluation": {"task": "linear_probe"}, "grid": grid} | ({"selection": selection} if selection else {})
+
+    held = {"mode": "validation", "fraction": 0.1, "seed": 0, "stratified": True}
+    assert selection_notes([probe(held), probe(held)]) == [
+        "Linear probing: base learning rate picked on validation accuracy: 10% of the training split held out "
+        "(stratified by class, seed 0), every grid point trained on the rest; the value shown is the chosen "
+        "point's test accuracy."
+    ]
+    on_test = "Linear probing: base learning rate picked on test accuracy (the paper's practice; optimistic)."
+    assert selection_notes([probe({"mode": "test"})]) == [on_test]
+    assert selection_notes([probe(None)]) == [on_test]  # an older result: chosen on test
+    few_shot = {"evaluation": {"task": "few_shot"}, "grid": {"selection": {"mode": "test"}}}
+    assert selection_notes([few_shot, {"evaluation": {"task": "coco"}}]) == [
+        "Few-shot: learning rate picked on test accuracy (the paper's practice; optimistic)."
     ]

@@ -58,10 +58,12 @@ def fake_study(
     accuracy: Callable = default_accuracy,
     timed: bool = True,
     step_seconds: float = STEP_SECONDS,
+    validation: Callable = default_accuracy,
 ) -> dict:
     """The result file of `study` under `plan`, each head step taking `step_seconds`;
     `timed=False` leaves out the fields head runs record since Table 10 (train_seconds,
-    threads, device), as older results do."""
+    threads, device), as older results do. A head that held out a validation share (the
+    plan's default selection) records `validation(run)` as its validation accuracy."""
     runs = []
     for run in plan.runs(study):
         s = run.settings
@@ -70,6 +72,8 @@ def fake_study(
             result = {"privacy": _head_privacy(s), "steps": steps, "seconds": step_seconds * steps + 1.0}
             if timed:
                 result |= {"train_seconds": step_seconds * steps, "threads": THREADS, "device": "cpu"}
+            if "validation" in s:
+                result |= {"validation_accuracy": validation(run), "validation_examples": 144}
         else:
             result = {"privacy": _probe_privacy(s)}
         runs.append(run.record() | {"result": result | {"accuracy": accuracy(run)}})
@@ -77,4 +81,7 @@ def fake_study(
         f.path: dict(zip(("classes", "test", "train"), DATA[f.dataset])) | {"width": WIDTH, "views": f.views}
         for f in plan.study_features(study)
     }
-    return {"study": study, "runs": runs, "features": features, "seconds": 1.0}
+    selection = plan.selection_record(study)
+    return {"study": study, "runs": runs, "features": features, "seconds": 1.0} | (
+        {"selection": selection} if selection else {}
+    )

@@ -12,7 +12,7 @@ import torch
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.transfer import rows as rows_module
 from dpvip.transfer.cache import cache_features, load_cache, open_cache
-from dpvip.transfer.rows import FeatureStream, StepInterrupted, TensorRows
+from dpvip.transfer.rows import FeatureStream, StepInterrupted, SubsetRows, TensorRows
 
 N, WIDTH, SHARD = 23, 5, 7  # 4 train shards: 7, 7, 7, 2 rows
 
@@ -54,6 +54,20 @@ def test_ranges_and_sets_of_rows_read_as_the_whole_array(cache):
     assert stored.dtype == torch.float16 and torch.equal(stored.float(), whole[5:16])
     assert rows.take(indices, widen=False).dtype == torch.float16
     assert rows.read(0, N).dtype == torch.float32
+
+
+def test_a_subset_of_rows_reads_the_chosen_rows_of_the_cache(cache):
+    """The part of a cache a head trains on (or holds out): its ranges and sets are the
+    chosen rows of the whole array, in order."""
+    folder, whole = cache
+    chosen = np.array([1, 2, 6, 7, 13, 15, 20, 22])
+    part = SubsetRows(open_cache(folder).train[0], chosen)
+    assert part.shape == (len(chosen), WIDTH) and len(part) == len(chosen)
+    assert torch.equal(part.read(0, len(chosen)), whole[chosen])
+    assert torch.equal(part.read(2, 5), whole[chosen[2:5]]) and part.read(6, 40).shape == (2, WIDTH)
+    assert torch.equal(part.take(np.array([7, 0, 3])), whole[chosen[[7, 0, 3]]])
+    assert part.read(0, 3, widen=False).dtype == torch.float16
+    assert torch.equal(SubsetRows(TensorRows(whole), chosen).read(0, 8), whole[chosen])
 
 
 def test_tensor_rows_are_copies_the_reader_owns():

@@ -386,8 +386,10 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert {entries[f"vip_figure{n}"]["inside_guarantee"] for n in ("3a", "3b", "4a", "4b", "7")} == {"no"}
     assert entries["vip_dp_runs"]["inside_guarantee"] == "no"
     assert entries["vip_table1"]["inside_guarantee"] == "yes" and entries["vip_table1"]["mechanisms"]
-    assert "test" in entries["vip_table1"]["hyperparameters_on_test_data"]  # the probe grid
-    assert entries["mehta_table1"]["hyperparameters_on_test_data"].startswith("learning rate")
+    # the probe grid and Mehta's learning rates are picked on validation splits (the default)
+    for table, picked in (("vip_table1", "linear-probe learning rate"), ("mehta_table1", "learning rate")):
+        assert entries[table]["hyperparameters_on_test_data"] is None
+        assert entries[table]["hyperparameter_selection"].startswith(f"{picked} picked on a validation")
     assert all(
         entry["mechanisms"] for entry in entries.values() if entry["private_data"] and entry["output"] != "report"
     )

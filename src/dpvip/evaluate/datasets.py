@@ -163,6 +163,28 @@ class FolderImages:
         )
 
 
+class IndexedImages:
+    """The examples of `data` (LabelledImages or FolderImages) at `indices`, read from it only
+    when a subset or a batch is asked for (a validation share of ImageNet is not decoded
+    whole): labels, classes, name, len, `subset` and `batches`, as the data's."""
+
+    def __init__(self, data, indices):
+        self.data, self.indices = data, np.asarray(indices, dtype=np.int64)
+        self.labels = data.labels[torch.from_numpy(self.indices)]
+        self.classes, self.name = data.classes, data.name
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def subset(self, indices) -> LabelledImages:
+        return self.data.subset(self.indices[np.asarray(indices, dtype=np.int64)])
+
+    def batches(self, batch_size: int):
+        for start in range(0, len(self), batch_size):
+            part = self.data.subset(self.indices[start : start + batch_size])
+            yield part.images, part.labels
+
+
 def image_folder(root: str | Path, image_size: int, name: str | None = None, workers: int = 0) -> FolderImages:
     return FolderImages(root, image_size, name, workers)
 

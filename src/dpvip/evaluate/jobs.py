@@ -22,14 +22,15 @@ from pathlib import Path
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.datasets import labelled_split
+from dpvip.evaluate.datasets import IndexedImages, labelled_split
 from dpvip.evaluate.features import FeatureChoice, extract
 from dpvip.evaluate.kshot import k_shot_indices
-from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, top1_accuracy, train_probe_augmented
+from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, scores, train_probe_augmented
 from dpvip.evaluate.resumable import JobState
 from dpvip.files import private_work_dir, sha256, write_json
 from dpvip.models.checkpoint import load_mae_at
 from dpvip.plan.vip_evaluations import Evaluation
+from dpvip.selection import Selection
 
 # Steps between saved states, by task: the probe is small (a save costs little); a few-shot
 # step is short beside the save of a whole encoder and its AdamW moments; a DP step at the
@@ -58,14 +59,21 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths:
     settings = ProbeSettings(
         **{key: options[key] for key in ("epochs", "warmup_epochs", "batch_size", "weight_decay", "augment", "seed")}
     )
+    selection = Selection.of(options.get("selection"))
     test_features = extract(mae, test, choice)
     if settings.augment:  # every batch through the encoder again
+        fit, validation = train, None
+        if selection.validating:  # held out before any probe trains; its features computed once, as test's
+            kept, held = selection.split(train.labels.numpy())
+            fit, held_out = IndexedImages(train, kept), IndexedImages(train, held)
+            validation = (extract(mae, held_out, choice), held_out.labels)
+            data = data | {"split": {"train": len(kept), "validation": len(held), "test": len(test)}}
 
-        def accuracy_of(blr: float, saved) -> float:
-            probe = train_probe_augmented(mae, choice, train, replace(settings, blr=blr), saved)
-            return top1_accuracy(probe, test_features, test.labels)
+        def accuracy_of(blr: float, saved) -> float | dict:
+            probe = train_probe_augmented(mae, choice, fit, replace(settings, blr=blr), saved)
+            return scores(probe, (test_features, test.labels), validation)
 
-        grid = best_of_grid(accuracy_of, options["blrs"], "blr", job, asdict(settings))
+        grid = best_of_grid(accuracy_of, options["blrs"], "blr", job, asdict(settings), selection)
     else:
         grid = probe_grid(
             (extract(mae, train, choice), train.labels),
@@ -74,10 +82,13 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths:
             settings,
             options["blrs"],
             job,
+            selection,
         )
+        data = data | ({"split": grid.pop("split")} if "split" in grid else {})
     return {
         "columns": {evaluation.dataset: 100 * grid["accuracy"]},
         "grid": grid,
+        "selection": grid["selection"],
         "settings": asdict(settings)
         | {
             "features": asdict(choice),

@@ -11,6 +11,10 @@ the crop is taken from the evaluation-size centre crop, not from the full photog
 Each probe's loop can keep its state (`saved`, from a `dpvip.evaluate.resumable.JobState`):
 saved every k steps and on SIGTERM, resumed mid-epoch by a rerun to the same weights; the
 grid (`probe_grid`, `best_of_grid`) keeps each finished point's accuracy.
+
+The base learning rate is chosen on a validation split held out of the training data by
+default (`dpvip.selection`): the paper's practice, the best test accuracy of the grid, is
+`selection: {mode: test}`, and the result says which (`"selection"`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.evaluate.features import FeatureChoice, encoder_features
 from dpvip.evaluate.resumable import JobState, NoState, ShuffledEpochs, restore_training, training_state
 from dpvip.models.mae import MaskedAutoencoder
+from dpvip.selection import TEST, Selection, best
 from dpvip.train.optim import warmup_cosine
 from dpvip.train.resume import LoopState
 
@@ -161,6 +166,16 @@ def top1_accuracy(probe: LinearProbe, features: torch.Tensor, labels: torch.Tens
     return float((probe(features).argmax(dim=1) == labels).float().mean())
 
 
+def scores(
+    probe: LinearProbe, test: tuple[torch.Tensor, torch.Tensor], validation: tuple[torch.Tensor, torch.Tensor] | None
+) -> float | dict:
+    """A grid point's result: its test accuracy, or {"validation", "test"} accuracies when a
+    validation split is held out."""
+    if validation is None:
+        return top1_accuracy(probe, *test)
+    return {"validation": top1_accuracy(probe, *validation), "test": top1_accuracy(probe, *test)}
+
+
 def probe_grid(
     train: tuple[torch.Tensor, torch.Tensor],
     test: tuple[torch.Tensor, torch.Tensor],
@@ -168,38 +183,74 @@ def probe_grid(
     settings: ProbeSettings,
     blrs: list[float],
     job: JobState | None = None,
+    selection: Selection | None = None,
 ) -> dict:
-    """Top-1 test accuracy for each base learning rate of the paper's grid, and the best (the
-    paper reports the best of its grid on the evaluation set, as do we). `job`: where the
+    """Top-1 test accuracy for each base learning rate of the grid, and the chosen one's.
+    `selection` (default: validation, 10%): a share of `train` (stratified) is held out, every
+    probe trains on the rest and the base learning rate best on the held-out share is chosen;
+    `dpvip.selection.TEST` trains on all of `train` and chooses on test accuracy (the paper
+    reports the best of its grid on the evaluation set: optimistic). `job`: where the
     probes' states and the finished grid points are kept."""
+    selection = Selection.of(selection)
+    features, labels = train
+    validation, split = None, {}
+    if selection.validating:
+        kept, held = (torch.from_numpy(part) for part in selection.split(labels.numpy()))
+        features, labels, validation = features[kept], labels[kept], (features[held], labels[held])
+        split = {"split": {"train": len(kept), "validation": len(held), "test": len(test[1])}}
 
-    def accuracy_of(blr: float, saved) -> float:
-        return top1_accuracy(train_probe(*train, classes, replace(settings, blr=blr), saved), *test)
+    def accuracy_of(blr: float, saved) -> float | dict:
+        return scores(train_probe(features, labels, classes, replace(settings, blr=blr), saved), test, validation)
 
-    return best_of_grid(accuracy_of, blrs, "blr", job, asdict(settings))
+    return best_of_grid(accuracy_of, blrs, "blr", job, asdict(settings), selection) | split
 
 
 def best_of_grid(
-    accuracy_of: Callable, values: list[float], name: str, job: JobState | None = None, settings: dict | None = None
+    accuracy_of: Callable,
+    values: list[float],
+    name: str,
+    job: JobState | None = None,
+    settings: dict | None = None,
+    selection: Selection = TEST,
 ) -> dict:
-    """{"accuracy": best, name: its value, "grid": {value: accuracy}} over a hyperparameter
-    grid; `accuracy_of(value, saved)` trains with `saved` as its loop state. With a `job`,
-    each finished point's accuracy is kept and a rerun trains only the points not done."""
+    """The chosen point of a hyperparameter grid: {"accuracy": its test accuracy, name: its
+    value, "grid": {value: test accuracy}, "selection": how it was chosen}; with a validating
+    `selection` also "validation": {value: validation accuracy} and the chosen point's
+    "validation_accuracy". `accuracy_of(value, saved)` trains with `saved` as its loop state
+    and returns the point's test accuracy (TEST: chosen on it, the papers' practice), or
+    {"validation", "test"} accuracies (chosen on validation). With a `job`, each finished
+    point's result is kept and a rerun trains only the points not done."""
     job = job or JobState()
     fingerprint = {"grid": name, "settings": settings or {}}
+    if selection.validating:  # test mode keeps the fingerprint it always had
+        fingerprint["selection"] = selection.record()
     done = job.grid(name, fingerprint)
-    accuracies = {}
+    results = {}
     for value in values:
         stored = done.result(value) if done is not None else None
         if stored is not None:
-            accuracies[value] = stored
+            results[value] = stored
             continue
         saved = job.loop(f"{name}{value}", fingerprint | {name: value})
-        accuracies[value] = accuracy_of(value, saved)
+        results[value] = accuracy_of(value, saved)
         if done is not None:
-            done.add(value, accuracies[value])
+            done.add(value, results[value])
         saved.clear()
     if done is not None:
         done.clear()  # the caller writes the result next
-    best = max(accuracies, key=accuracies.get)
-    return {"accuracy": accuracies[best], name: best, "grid": accuracies}
+    if not selection.validating:
+        chosen = best(results)
+        return {"accuracy": results[chosen], name: chosen, "grid": results, "selection": selection.record()}
+    if not all(isinstance(result, dict) for result in results.values()):
+        raise DpvipInputError(f"choosing {name} on validation accuracy needs each grid point's validation accuracy")
+    accuracies = {value: result["test"] for value, result in results.items()}
+    validation = {value: result["validation"] for value, result in results.items()}
+    chosen = best(validation)
+    return {
+        "accuracy": accuracies[chosen],
+        name: chosen,
+        "grid": accuracies,
+        "validation": validation,
+        "validation_accuracy": validation[chosen],
+        "selection": selection.record(),
+    }

@@ -1,6 +1,9 @@
-"""The cells of a DP transfer study: its runs grouped by (row, column), each cell the best
-learning rate's mean accuracy over seeds (Mehta et al. tuned the learning rate only, on test
-accuracy; DP-RandP's probes have one learning rate per epsilon, so one group)."""
+"""The cells of a DP transfer study: its runs grouped by (row, column), each cell the chosen
+learning rate's mean test accuracy over seeds. The study's selection (`dpvip.selection`,
+recorded in its result) says how the learning rate is chosen: by the best mean validation
+accuracy over seeds (each head held out a share of its training data), or by the best mean
+test accuracy, as Mehta et al. tuned it (optimistic); a result that records none is an older
+one, chosen on test. DP-RandP's probes have one learning rate per epsilon, so one group."""
 
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+
+from dpvip.errors import DpvipInputError
+from dpvip.selection import selection_note
 
 # A feature set's path (dpvip.plan.transfer.FeatureSet.path): backbone/dataset/<recipe>_<crop><size>[_x<views>].
 FEATURE_PATH = re.compile(
@@ -23,6 +29,8 @@ class Cell:
     lr: float
     seeds: int
     runs: list  # the chosen learning rate's runs
+    selection: str = "test"  # what chose the learning rate: validation or test accuracy
+    validation: float | None = None  # the chosen learning rate's mean validation accuracy
 
     @property
     def privacy(self) -> dict | None:
@@ -33,24 +41,54 @@ class Cell:
         return self.runs[0]["settings"]
 
 
-def _cell(runs: list[dict]) -> Cell:
+WHAT = "each cell's learning rate"
+
+
+def study_selection(results: dict) -> dict:
+    """The selection a study's result records; an older result without one chose on test."""
+    recorded = results.get("selection")
+    if recorded:
+        return recorded
+    if any("validation" in run["settings"] for run in results["runs"]):
+        raise DpvipInputError(
+            f"study {results.get('study')}: its runs held out a validation share but the result records no selection"
+        )
+    return {"mode": "test"}
+
+
+def _cell(runs: list[dict], mode: str) -> Cell:
     by_lr = defaultdict(list)
     for run in runs:
         by_lr[run["settings"]["lr"]].append(run)
-    lr, chosen = max(
-        by_lr.items(), key=lambda item: (statistics.fmean(r["result"]["accuracy"] for r in item[1]), -item[0])
-    )
+    score = "validation_accuracy" if mode == "validation" else "accuracy"
+    missing = [run["key"] for run in runs if score not in run["result"]]
+    if missing:
+        raise DpvipInputError(f"choosing on {mode} accuracy, but run {missing[0]} recorded none")
+    lr, chosen = max(by_lr.items(), key=lambda item: (statistics.fmean(r["result"][score] for r in item[1]), -item[0]))
     values = [r["result"]["accuracy"] for r in chosen]
     std = statistics.stdev(values) if len(values) > 1 else math.nan
-    return Cell(statistics.fmean(values), std, lr, len(values), chosen)
+    validation = statistics.fmean(r["result"]["validation_accuracy"] for r in chosen) if mode == "validation" else None
+    return Cell(statistics.fmean(values), std, lr, len(values), chosen, mode, validation)
 
 
 def study_cells(results: dict) -> dict[tuple[str, str], Cell]:
-    """{(row, column): Cell} of a study's result file."""
+    """{(row, column): Cell} of a study's result file, each cell's learning rate chosen as
+    the study's selection says (`study_selection`)."""
+    mode = study_selection(results)["mode"]
     groups = defaultdict(list)
     for run in results["runs"]:
         groups[(run["row"], run["column"])].append(run)
-    return {key: _cell(runs) for key, runs in groups.items()}
+    return {key: _cell(runs, mode) for key, runs in groups.items()}
+
+
+def selection_notes(results: dict) -> list[str]:
+    """How the study's cells chose their learning rate, and what the privacy guarantee covers
+    then (as its result records it)."""
+    recorded = study_selection(results)
+    notes = [f"Selection: {selection_note(recorded, WHAT)}."]
+    if recorded.get("privacy"):
+        notes.append(f"Privacy of the pick: {recorded['privacy']}")
+    return notes
 
 
 def lr_curve(results: dict, row: str) -> list[tuple[float, float, float]]:

@@ -13,6 +13,7 @@ import math
 import pandas as pd
 
 from dpvip.report.paper_values import paper_table
+from dpvip.selection import selection_note
 from dpvip.report.vip_readings import in_paper_units
 from dpvip.plan.vip_rows import Row
 from dpvip.plan.vip_runs import DPRun
@@ -82,6 +83,24 @@ def vip_table(table: str, values: pd.DataFrame, rows: list[Row], ours: dict[str,
             record[f"{column} (ours)"] = ours.get(cell[0], {}).get(cell[1], math.nan) if cell else math.nan
         out.append(record)
     return pd.DataFrame(out)
+
+
+# The tasks whose result is the chosen point of a hyperparameter grid (`best_of_grid`).
+GRID_TASKS = {"linear_probe": ("Linear probing", "base learning rate"), "few_shot": ("Few-shot", "learning rate")}
+
+
+def selection_notes(results: list[dict]) -> list[str]:
+    """How each grid task's hyperparameter was chosen (`dpvip.selection`): on a validation
+    split held out of the training data, or on test accuracy, labelled as the paper's
+    practice and optimistic. A result that records no selection is an older one, chosen on test."""
+    notes = set()
+    for result in results:
+        task = result.get("evaluation", {}).get("task")
+        if task in GRID_TASKS and "grid" in result:
+            name, what = GRID_TASKS[task]
+            recorded = result.get("selection") or result["grid"].get("selection")
+            notes.add(f"{name}: {selection_note(recorded, what)}.")
+    return sorted(notes)
 
 
 def stand_in_notes(results: list[dict], scale: str) -> list[str]:

@@ -374,16 +374,27 @@ def train_head(
     randomness: RunRandomness | None = None,
     state: LoopState | None = None,
     progress: bool = False,
+    validation: tuple | None = None,
 ) -> dict:
     """Train a head on `train` (views, n, d) and score it on `test` (n_test, d): top-1
     accuracy in percent, the run's record and its settings (JSON-able). Features are tensors
     or rows (`dpvip.transfer.rows`). `randomness`: the run's (a secret run needs it; a
-    seeded one derives it from its settings); `state`: see `fit_head`."""
+    seeded one derives it from its settings); `state`: see `fit_head`. `validation`:
+    (features (n_val, d), labels) held out of the training data, scored as test is
+    ("validation_accuracy"): what the learning rate is chosen on (`dpvip.selection`)."""
     started = time.perf_counter()
     settings.check()
     views = as_views(train)
     check_features(views, train_labels, test, test_labels, classes)
+    if validation is not None:
+        check_features(views, train_labels, *validation, classes)
     head, record = fit_head(views, train_labels, classes, settings, device, randomness, state, progress)
     device = next(head.parameters()).device
     accuracy, _ = evaluate(head, FeatureStream(as_rows(test), test_labels, settings.micro_batch, device), sigmoid_loss)
+    if validation is not None:
+        held, held_labels = validation
+        scored, _ = evaluate(
+            head, FeatureStream(as_rows(held), held_labels, settings.micro_batch, device), sigmoid_loss
+        )
+        record |= {"validation_accuracy": scored, "validation_examples": len(held_labels)}
     return {"accuracy": accuracy, **record, "settings": asdict(settings), "seconds": time.perf_counter() - started}

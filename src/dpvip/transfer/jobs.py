@@ -108,22 +108,48 @@ def _randomness(run: Run, work_dir: Path, fingerprint: dict):
     return RunRandomness.for_run(settings["randomness"], work_dir, settings["seed"], fingerprint)
 
 
+def held_out(views, labels, validation: dict) -> tuple[list, object, tuple]:
+    """(train views, train labels, (validation rows, labels)) of a run whose settings hold
+    `validation` ({fraction, seed, stratified}: `dpvip.selection`): the cut is made once,
+    the same for every view; the held-out examples are scored on the first view (the only
+    one of a centre-cropped cache; an inception crop's first epoch otherwise)."""
+    import torch
+
+    from dpvip.selection import validation_split
+    from dpvip.transfer.rows import SubsetRows, as_views
+
+    views = as_views(views)
+    kept, held = validation_split(
+        labels.numpy(), validation["fraction"], validation["seed"], validation.get("stratified", False)
+    )
+    train = [SubsetRows(view, kept) for view in views]
+    return train, labels[torch.from_numpy(kept)], (SubsetRows(views[0], held), labels[torch.from_numpy(held)])
+
+
 def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
-    """One run on its memory-mapped cache (`dpvip.transfer.cache.open_cache`)."""
+    """One run on its memory-mapped cache (`dpvip.transfer.cache.open_cache`). A head whose
+    settings hold `validation` trains on the cache's train split less a held-out share, and
+    is scored on that share as well as on test."""
     if run.kind == "head":
         from dpvip.transfer.head import HeadSettings, train_head
 
+        settings = dict(run.settings)
+        validation = settings.pop("validation", None)
+        train, labels, held = cached.train, cached.train_labels, None
+        if validation:
+            train, labels, held = held_out(train, labels, validation)
         return train_head(
-            cached.train,
-            cached.train_labels,
+            train,
+            labels,
             cached.test,
             cached.test_labels,
             cached.classes,
-            HeadSettings(**run.settings),
+            HeadSettings(**settings),
             _device(),
             randomness,
             state,
             progress,
+            held,
         )
     from dpvip.transfer.private_probe import ProbeSettings, train_probe
 
@@ -168,12 +194,19 @@ def state_path(work: Path, run: Run) -> Path:
 
 
 def run_study(
-    study: str, runs: list[Run], caches: dict[str, str | Path], out: str | Path, progress: bool = True
+    study: str,
+    runs: list[Run],
+    caches: dict[str, str | Path],
+    out: str | Path,
+    progress: bool = True,
+    selection: dict | None = None,
 ) -> dict:
     """Every run of `study` on its cached features (`caches`: feature-set path -> folder),
     each read as memory maps a micro-batch at a time. A run's state is saved in the job's
     private work folder every few steps and on SIGTERM (then the job stops); a rerun skips
-    the runs finished and resumes the one interrupted."""
+    the runs finished and resumes the one interrupted. `selection`: how the study's cells
+    choose their learning rate and what the privacy guarantee then covers
+    (`TransferPlan.selection_record`), recorded in the result."""
     from dpvip.transfer.cache import cache_digest, cache_meta, open_cache
     from dpvip.train.resume import LoopState
 
@@ -212,6 +245,8 @@ def run_study(
             records.append(done[run.key])
     features = {path: _summary(Path(folder)) for path, folder in caches.items()}
     result = {"study": study, "runs": records, "features": features, "seconds": round(time.perf_counter() - started, 1)}
+    if selection is not None:
+        result["selection"] = selection
     write_json(result, out)
     partial.unlink()
     release_key(work)  # every run is done: a rerun of the study starts over with a new key

@@ -111,6 +111,23 @@ class ShardedRows(Rows):
         return torch.from_numpy(out)
 
 
+class SubsetRows(Rows):
+    """The rows of `rows` at `indices` (sorted positions), in that order: the part of a cache
+    a head trains on, or the part held out to choose its learning rate (`dpvip.selection`),
+    read through the cache as any rows are, never copied whole."""
+
+    def __init__(self, rows: Rows, indices: np.ndarray):
+        self.rows, self.indices = rows, np.asarray(indices, dtype=np.int64)
+        super().__init__(len(self.indices), rows.shape[1])
+        self.device = rows.device
+
+    def read(self, start: int, stop: int, widen: bool = True) -> torch.Tensor:
+        return self.rows.take(self.indices[max(0, start) : max(0, min(len(self), stop))], widen)
+
+    def take(self, indices: np.ndarray, widen: bool = True) -> torch.Tensor:
+        return self.rows.take(self.indices[np.asarray(indices, dtype=np.int64)], widen)
+
+
 def as_rows(features: Rows | torch.Tensor) -> Rows:
     return features if isinstance(features, Rows) else TensorRows(features)
 
