@@ -79,7 +79,8 @@ def test_each_table_asks_for_the_evaluations_of_its_cells(backbones):
 
 def test_evaluations_are_shared_between_tables_and_paths_name_them(backbones):
     needs = all_evaluations(EvaluationPlan(SECTION, backbones), COLUMNS)
-    assert set(needs) == {*VIP_TABLES, "vip_figure1", "vip_figure5"}
+    assert set(needs) == {*VIP_TABLES, "vip_figure1", "vip_figure5", "vip_claims"}
+    assert needs["vip_claims"] == []  # no repeats
     unique = {e.path for evaluations in needs.values() for e in evaluations}
     assert "linear_probe/vip_micro/ImageNet-1K" in unique and "few_shot/vip_micro_b64/CIFAR-100_10shot" in unique
     assert "coco/vip_micro" in unique and "dp_finetune/vip_micro/ImageNet-1K" in unique
@@ -142,3 +143,19 @@ def test_an_unknown_backbone_in_a_tasks_list_is_refused_by_name(backbones):
     section = SECTION | {"dp_finetune": {"dataset": "ImageNet-1K", "backbones": ["vip_huge"]}}
     with pytest.raises(DpvipInputError, match="evaluate.dp_finetune.backbones names 'vip_huge', which is not a model"):
         EvaluationPlan(section, backbones)
+
+
+def test_repeats_are_evaluated_for_what_the_claims_compare():
+    """Every repeat gets the first probe; the main ViP's repeats also the fewest shots and DP
+    fine-tuning (claims b and k). The tables and figures keep evaluating the first runs."""
+    section = {"dataset": "laion", "models": ["micro"], "settings": SETTINGS, "ablations": ABLATIONS}
+    runs = expand_runs(section | {"repeats": 3}, ["micro", "pico"], 4096)
+    plan = EvaluationPlan(SECTION, Backbones(["micro", "pico"], runs, "micro"))
+    needs = all_evaluations(plan, COLUMNS)
+    repeats = {e.path for e in needs["vip_claims"]}
+    assert {"few_shot/vip_micro_r2/CIFAR-100_10shot", "dp_finetune/vip_micro_r1/ImageNet-1K"} <= repeats
+    assert "linear_probe/vip_micro_b64_r1/ImageNet-1K" in repeats
+    assert not any(path.startswith(("few_shot/vip_micro_b64_r", "coco/", "dp_finetune/vip_pico")) for path in repeats)
+    assert len(repeats) == 2 * (len(runs) // 3) + 4  # a probe per repeat, plus 2 x (shots, top-1) of the main
+    tables = {e.backbone for table in VIP_TABLES for e in needs[table]}
+    assert not any(backbone.endswith(("_r1", "_r2")) for backbone in tables)

@@ -10,7 +10,7 @@ import yaml
 
 from dpvip.errors import DpvipInputError
 from dpvip.plan.pretrain import shortened
-from dpvip.plan.vip_runs import expand_runs, figure_runs, synthetic_variants
+from dpvip.plan.vip_runs import REPEAT, repeats_of, expand_runs, figure_runs, synthetic_variants
 from conftest import merged_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,3 +148,16 @@ def test_a_multi_node_syn_vip_run_splits_its_batch_over_every_process():
     syn_vip_settings(section, "base", 10**6)  # 4,096 = 32 processes x 2 micro-batches of 64
     with pytest.raises(DpvipInputError, match="does not divide over 48 processes"):
         syn_vip_settings(section | {"nodes": 6}, "base", 10**6)
+
+
+def test_repeats_are_independent_runs_of_every_run():
+    """`repeats: 3`: each run has two more, `<run>_r1` and `<run>_r2`, with the same settings
+    but the seed (each also has its own secret key); the ablations do not count them."""
+    one = expand_runs(section(), ["micro", "pico"], 4096)
+    three = expand_runs(section() | {"repeats": 3}, ["micro", "pico"], 4096)
+    assert len(three) == 3 * len(one)
+    for name, run in one.items():
+        assert repeats_of(three, name) == [name, f"{name}_r1", f"{name}_r2"]
+        again = three[f"{name}_r2"]
+        assert again.repeat_of == name and again.ablation == REPEAT and again.init == run.init
+        assert again.values == run.values | {"seed": run.values.get("seed", 0) + 2}

@@ -6,6 +6,8 @@ configuration lacks are not tested."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan
@@ -32,16 +34,16 @@ SECTION = {
 TEST = 100_000  # test images per result: constructed gaps are far outside the noise
 
 
-def plan(ablations=ABLATIONS) -> EvaluationPlan:
+def plan(ablations=ABLATIONS, repeats: int = 1) -> EvaluationPlan:
     section = {"dataset": "laion", "models": ["micro"], "settings": SETTINGS, "ablations": ablations}
-    runs = expand_runs(section, ["micro", "pico", *synthetic_variants(section)], 4096)
+    runs = expand_runs(section | {"repeats": repeats}, ["micro", "pico", *synthetic_variants(section)], 4096)
     return EvaluationPlan(SECTION, Backbones(["micro", "pico"], runs, "micro"))
 
 
-def results(accuracy) -> dict[str, dict]:
+def results(accuracy, repeats: int = 1) -> dict[str, dict]:
     """A result per evaluation the claims read, its accuracy `accuracy(backbone)`."""
     found = {}
-    for backbone in ["syn_vip_micro", *plan().backbones.runs]:
+    for backbone in ["syn_vip_micro", *plan(repeats=repeats).backbones.runs]:
         for evaluation, column in (
             (Evaluation("linear_probe", backbone, "ImageNet-1K"), "ImageNet-1K"),
             (Evaluation("few_shot", backbone, "CIFAR-100", 10), "CIFAR-100 10-shot"),
@@ -54,8 +56,11 @@ def results(accuracy) -> dict[str, dict]:
 def paper_like(backbone: str) -> float:
     """ViP above (Syn)-ViP; synthetic init above random, and gaining more with size; more
     data, a larger batch and a larger epsilon better."""
+    repeat = re.fullmatch(r"(.+)_r(\d+)", backbone)
+    if repeat:
+        return paper_like(repeat[1]) + 0.2 * int(repeat[2])
     return {
-        "syn_vip_micro": 50.0,
+        "syn_vip_micro": 50.0,  # repeats (<run>_r<k>) score 0.2 k points above their first run
         "vip_micro": 56.0,
         "vip_pico": 52.0,
         "vip_micro_random": 45.0,
@@ -111,6 +116,18 @@ def test_every_claim_fails_when_the_numbers_flip():
     assert all(claims[k].verdict.estimate < 0 for k in TESTED)
 
 
+def test_three_repeats_of_each_run_decide_the_claims():
+    """With 3 runs per DP group ((Syn)-ViP is one fixed model the claims start from), the
+    accuracy claims are decided on the paper's pattern; repeats' losses are runs too."""
+    losses = {f"{run}{suffix}": values for run, values in LOSSES.items() for suffix in ("", "_r1", "_r2")}
+    losses = {run: [v + 0.001 * run.endswith("_r1") for v in values] for run, values in losses.items()}
+    found = vip_claims(plan(repeats=3), results(paper_like, repeats=3), losses)
+    verdicts = {claim.key: claim.verdict for claim in found}
+    assert {k: verdicts[k].verdict for k in "abdfghijk"} == dict.fromkeys("abdfghijk", "held")
+    assert verdicts["a"].runs == "3 / fixed" and verdicts["g"].runs == "3 / 3 / 3 / 3"
+    assert verdicts["c"].verdict == "held" and verdicts["c"].runs == "3 / 3"
+
+
 def test_claims_without_their_runs_are_not_tested():
     found, claims = verdicts(paper_like, {}, plan({"dataset_size": [1024]}))
     assert found["h"] == "inconclusive" and claims["h"].verdict.estimate == pytest.approx(3.0)
@@ -120,6 +137,6 @@ def test_claims_without_their_runs_are_not_tested():
 
 def test_the_table_says_how_to_read_it():
     frame, title, notes = vip_claims_table(plan(), results(paper_like), LOSSES, "embedded")
-    assert len(frame) == len(CLAIMS) and list(frame["runs per group"][:2]) == ["1 / 1", "1 / 1"]
+    assert len(frame) == len(CLAIMS) and list(frame["runs per group"][:2]) == ["1 / fixed", "1 / fixed"]
     assert "ViP claims" in title and any("inconclusive (single run)" in note for note in notes)
     assert frame.loc[0, "paper's effect"] == "5.90" and frame.loc[0, "minimum detectable effect"] != ""

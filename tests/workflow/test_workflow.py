@@ -89,9 +89,10 @@ ALL_JOBS = COMMON_JOBS | {
     "evaluate": 12 + 8 + 2 + 2 + 2,
     "coco_standin": 2,
     # DP-RandP on digits, epsilon 1 and 8, 3 seeds: DP-RandP, w/o Phase II, Phase II only and
-    # cold (24); at epsilon 1 with seed 0: Table 10's two other Phase I sets (2), MoCo and the
-    # second model with and without Phase II (4), Table 25's other cold Phase II steps (2)
-    "dprandp_private": 24 + 2 + 4 + 2,
+    # cold (24); at epsilon 1 with 3 seeds (claims g and h): Table 10's two other Phase I sets
+    # (6) and MoCo with and without Phase II (6); with seed 0: the second model with and
+    # without Phase II (2), Table 25's other cold Phase II steps (2)
+    "dprandp_private": 24 + 6 + 6 + 2 + 2,
     # feature caches on digits, every ViT block pooled to 4 tokens: syn_vip_micro inception
     # at 24, 32, 40 px (4 views, one per epoch) and centre at 16, 24, 32 px; vip_micro
     # inception; the WRN's third-to-last layer, inception and centre
@@ -100,15 +101,18 @@ ALL_JOBS = COMMON_JOBS | {
 # Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
 # ... (Syn)-ViP for the five sizes of ViP Table 3, LAION-233M indexed where it lies, and
 # ViP's DP runs: 5 sizes from (Syn)-ViP and 5 from random initialisation, 2 dataset sizes,
-# 2 batch sizes, 3 decoder depths, 2 mask ratios
+# 2 batch sizes, 3 decoder depths, 2 mask ratios, each run 3 times (dp_pretrain.repeats: the
+# claims' groups)
 PAPER_JOBS = COMMON_JOBS | {
     "synthetic_shard": 210 + 21 + 260 + 21,
     "synthetic_index": 4,
     "syn_vip": 5 + 1,  # and Base for 20 epochs (Figure 3b)
     "syn_vip_reconstructions": 5,
     "laion_index": 1,
-    "dp_mae": 5 + 5 + 2 + 2 + 3 + 2 + 2 + 1,
-    "evaluate": 123,
+    "dp_mae": 3 * (5 + 5 + 2 + 2 + 3 + 2 + 2 + 1),
+    # the tables' 123, and the repeats' for the claims: a probe each (2 x 22), few-shot and
+    # DP fine-tuning of vip_base's two (4)
+    "evaluate": 123 + 2 * 22 + 4,
     # 5 seeds: CIFAR-10 (7 epsilons) x 4 variants, CIFAR-100 (5) and DermaMNIST (4) x 2;
     # Tables 10-12, Figure 6 (20 other Phase II steps) and Table 25 (9 other) at epsilon 1
     "dprandp_private": 5 * (7 * 4 + 5 * 2 + 4 * 2 + 2 + 7 * 2 + 6 * 2 + 20 + 9),
@@ -150,7 +154,8 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
         done.output,
     )
     tasks = {task: sum(1 for t, _ in evaluations if t == task) for task, _ in evaluations}
-    assert tasks == {"linear_probe": 64, "few_shot": 53, "coco": 2, "ade20k": 2, "dp_finetune": 2}
+    # the repeats (claims): 44 more probes, 2 more few-shot and DP fine-tuning runs
+    assert tasks == {"linear_probe": 64 + 44, "few_shot": 53 + 2, "coco": 2, "ade20k": 2, "dp_finetune": 2 + 2}
     runtime = {"linear_probe": 4320, "few_shot": 240, "coco": 4320, "ade20k": 1440, "dp_finetune": 2880}
     gpus = {"linear_probe": 1, "few_shot": 1, "coco": 8, "ade20k": 8, "dp_finetune": 8}  # DDP / DP ranks
     assert all(

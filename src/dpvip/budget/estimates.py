@@ -366,8 +366,13 @@ def _head_run(run, facts: Facts, dataset_specs: dict) -> tuple[int, int, float, 
         raise DpvipInputError(f"backbone '{features.backbone}' is a checkpoint file: its width is not known")
     width = found[0].width
     if run.kind == "head":
-        settings = HeadSettings(**run.settings)
-        private, steps, per_step = settings.epsilon is not None, settings.steps, settings.batch_fraction * data.train
+        from dpvip.selection import held_out_count
+
+        values = dict(run.settings)
+        validation = values.pop("validation", None)  # held out of training: the head trains on the rest
+        train = data.train - (held_out_count(data.train, validation["fraction"]) if validation else 0)
+        settings = HeadSettings(**values)
+        private, steps, per_step = settings.epsilon is not None, settings.steps, settings.batch_fraction * train
     else:
         settings = ProbeSettings(**run.settings)
         private, steps, per_step = settings.private, settings.steps, data.train

@@ -17,6 +17,7 @@ from dpvip.models import mae_size, mae_variant
 from dpvip.privacy import run_options
 from dpvip.plan.examples import check_planned_run, planned_examples
 from dpvip.plan.vip_rows import PROBE_COLUMN, VIP_TABLES, Backbones, figure5_backbones, table_rows
+from dpvip.plan.vip_runs import REPEAT
 
 TASKS = ("linear_probe", "few_shot", "coco", "ade20k", "dp_finetune")
 SHOT_COLUMN = re.compile(r"^(?P<dataset>.+) (?P<shots>\d+)-shot$")
@@ -163,6 +164,30 @@ class EvaluationPlan:
             raise KeyError(f"no evaluations for figure {figure}")
         return sorted({e for e in (self.evaluation(b, m) for b, m in wanted) if e is not None})
 
+    def claim_metrics(self, main: bool) -> list[str]:
+        """What ViP's claims read of a run: the first probe; for the main ViP also the fewest
+        shots (claim b) and DP fine-tuning's top-1 (claim k)."""
+        if not main:
+            return self.probe_datasets[:1]
+        shots, dataset = self.claim_shots()
+        return self.probe_datasets[:1] + ([f"{dataset} {shots}-shot"] if shots else []) + ["Top-1 Accuracy"]
+
+    def claim_shots(self) -> tuple[int | None, str | None]:
+        """(shots, dataset) of the few-shot cell claim b compares: the fewest shots."""
+        cells = [(shots, dataset) for dataset, every in self.shot_datasets.items() for shots in every]
+        return min(cells) if cells else (None, None)
+
+    def repeat_evaluations(self) -> list[Evaluation]:
+        """The evaluations of the runs' repeats that the claims compare (the first runs'
+        evaluations are the tables' own)."""
+        repeats = [run for run in self.backbones.runs.values() if run.ablation == REPEAT]
+        wanted = [
+            (run.name, metric)
+            for run in repeats
+            for metric in self.claim_metrics(run.repeat_of == self.backbones.main_vip)
+        ]
+        return sorted({e for e in (self.evaluation(b, m) for b, m in wanted) if e is not None})
+
     def figure5_metrics(self) -> list[str]:
         """The ImageNet-1K probe (or the first probed set) and the first few-shot setting."""
         probe = (
@@ -189,4 +214,5 @@ def all_evaluations(plan: EvaluationPlan, table_columns: dict[str, list[str]]) -
     needs = {table: plan.table_evaluations(table, table_columns[table]) for table in VIP_TABLES}
     for figure in ("vip_figure1", "vip_figure5"):
         needs[figure] = plan.figure_evaluations(figure)
+    needs["vip_claims"] = plan.repeat_evaluations()
     return needs

@@ -17,6 +17,10 @@ expanded into named runs (without importing torch, so the workflow checks them f
 
 `<m>` is the ablation model (ViP: Base). A point equal to the main run (the whole dataset,
 the main batch size, the default decoder depth or mask ratio) is the main run itself.
+
+With `repeats: k` every run above also has k - 1 independent repeats, `<run>_r<j>` (the same
+settings, seed + j, its own secret key): the claims compare them as the runs of a group; the
+tables and figures show the first run.
 """
 
 from __future__ import annotations
@@ -56,8 +60,17 @@ class DPRun:
     model: str  # a size, or <size>_dec<depth>
     init: str | None  # the (Syn)-ViP model it starts from; None: random initialisation
     values: dict  # DPPretrainSettings keys
-    ablation: str = "main"  # "main" or one of ABLATIONS
+    ablation: str = "main"  # "main", one of ABLATIONS, or REPEAT
     point: object = None  # the ablated value (examples, batch size, depth, ratio, epsilon, model)
+    repeat_of: str | None = None  # a repeat's first run
+
+
+REPEAT = "repeat"
+
+
+def repeats_of(runs: dict[str, DPRun], name: str) -> list[str]:
+    """`name` and its repeats, in order."""
+    return [name, *(run.name for run in runs.values() if run.repeat_of == name)]
 
 
 def _main_name(model: str) -> str:
@@ -149,6 +162,12 @@ def expand_runs(
             )
     for name, (model, epochs) in synthetic_variants(section).items():
         add(f"vip_{anchor}_syn_e{epochs}", anchor, name, "synthetic_epochs", epochs)
+    for run in list(runs.values()):
+        for k in range(1, int(section.get("repeats", 1))):
+            seed = int(run.values.get("seed", 0)) + k
+            runs[f"{run.name}_r{k}"] = DPRun(
+                f"{run.name}_r{k}", run.model, run.init, run.values | {"seed": seed}, REPEAT, k, run.name
+            )
     return runs
 
 
@@ -165,7 +184,7 @@ def figure_runs(section: dict, runs: dict[str, DPRun], dataset_examples: int | N
         ],
         key=lambda name: runs[name].values["examples"],
     )
-    batches = [name for name in runs if name.startswith(f"vip_{anchor}_b")]
+    batches = [run.name for run in runs.values() if run.ablation == "batch_size"]
     members = {
         "vip_figure3a": [*sizes, main],
         "vip_figure3b": [

@@ -25,7 +25,8 @@ Verdicts, in the order they are checked:
 - `uninformative`: an arm the claim says is better sits within noise (two standard errors of
   its mean) of chance, or one it says is worse within noise of 100%: the comparison cannot
   show the claim there.
-- `inconclusive (k runs)`: a group has fewer than MIN_RUNS runs. Its interval is still shown,
+- `inconclusive (k runs)`: a group has fewer than MIN_RUNS runs (a `fixed` group, one given
+  model the claim starts from such as (Syn)-ViP, has no run-to-run spread and needs none). Its interval is still shown,
   with the between-run SD of a run-to-run reference (REFERENCE_RUN_SD) for a one-run
   accuracy group; a value that is not an accuracy (a final loss) gets no interval from a
   single run.
@@ -73,11 +74,12 @@ class Group:
     test_examples: int | None = None  # the test set behind each accuracy (None: not an accuracy)
     chance: float | None = None  # the task's chance accuracy (%), where known
     spread: tuple[float, ...] | None = None  # the runs the between-run variance comes from (default: values)
+    fixed: bool = False  # one given model the claim starts from (not a sample of runs): test-set noise only
 
     @classmethod
-    def of(cls, values, test_examples: int | None = None, chance: float | None = None) -> Group:
+    def of(cls, values, test_examples: int | None = None, chance: float | None = None, fixed: bool = False) -> Group:
         kept = tuple(float(v) for v in values if v is not None and not math.isnan(float(v)))
-        return cls(kept, test_examples, chance)
+        return cls(kept, test_examples, chance, fixed=fixed)
 
     @property
     def runs(self) -> int:
@@ -103,6 +105,8 @@ class Group:
     def run_variance(self, runs: int | None = None) -> tuple[float, float]:
         """(variance of the mean over `runs` runs from the between-run spread, its degrees of
         freedom): the sample variance with 2+ runs, the reference for one accuracy run."""
+        if self.fixed:
+            return 0.0, math.inf
         runs = runs or self.runs
         spread = self.spread or self.values
         if len(spread) >= 2:
@@ -151,7 +155,7 @@ def contrast_interval(groups: Mapping[str, Group], contrast: Contrast, runs: int
     total, welch = 0.0, 0.0
     for name, c in contrast.items():
         variance, df = groups[name].run_variance(runs)
-        if runs and len(groups[name].spread or groups[name].values) < 2 and not math.isnan(df):
+        if runs and len(groups[name].spread or groups[name].values) < 2 and math.isfinite(df):
             df = float(runs - 1)  # the reference spread, as if measured on that many runs
         total += c * c * (variance + groups[name].test_variance())
         if variance > 0:
@@ -239,7 +243,7 @@ def judge(
         binding.estimate,
         low,
         high,
-        " / ".join(str(group.runs) for group in groups.values()),
+        " / ".join("fixed" if group.fixed else str(group.runs) for group in groups.values()),
         detectable=binding.detectable,
         runs_needed=_runs_needed(
             groups, min(contrasts, key=lambda c: contrast_interval(groups, c).estimate), paper_effect
@@ -268,13 +272,13 @@ def _uninformative(groups: Mapping[str, Group], contrasts: Sequence[Contrast]) -
 
 
 def _too_few_runs(groups: Mapping[str, Group]) -> dict | None:
-    fewest = min(group.runs for group in groups.values())
+    fewest = min((group.runs for group in groups.values() if not group.fixed), default=MIN_RUNS)
     if fewest >= MIN_RUNS:
         return None
     what = "single run" if fewest == 1 else f"{fewest} runs"
     extra = (
         f" (interval with the reference run-to-run SD {REFERENCE_RUN_SD} points)"
-        if fewest == 1 and all(g.is_accuracy for g in groups.values())
+        if fewest == 1 and all(g.is_accuracy for g in groups.values() if not g.fixed)
         else ""
     )
     return {
@@ -290,7 +294,7 @@ def _unstable(groups: Mapping[str, Group], contrasts: Sequence[Contrast], verdic
         return None
     changed = []
     for name, group in groups.items():
-        for index in range(group.runs):
+        for index in range(0 if group.fixed else group.runs):
             left = _raw({**groups, name: group.without(index)}, contrasts)[0]
             if left != verdict:
                 changed.append(f"without {name} run {index + 1}: {left}")

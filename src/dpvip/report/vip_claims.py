@@ -18,6 +18,7 @@ import pandas as pd
 from dpvip.models import mae_parameters, mae_variant
 from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan
 from dpvip.plan.vip_rows import Backbones, figure5_backbones
+from dpvip.plan.vip_runs import repeats_of
 from dpvip.report.chance import classes_of
 from dpvip.report.claims import POWER_NOTE, TEST_NOTE, Catalogue, Claim, claims_frame
 from dpvip.report.verdicts import Group
@@ -133,33 +134,46 @@ class _Runs:
 
     def __init__(self, plan: EvaluationPlan, results: dict[str, dict], losses: dict[str, list[float]]):
         self.plan, self.results, self.losses = plan, results, losses
-        cells = [(shots, dataset) for dataset, every in plan.shot_datasets.items() for shots in every]
-        self.shots, self.shot_dataset = min(cells) if cells else (None, None)
+        self.shots, self.shot_dataset = plan.claim_shots()
 
-    def _accuracy(self, evaluation: Evaluation, column: str) -> Group:
-        result = self.results.get(evaluation.path)
-        if result is None:
+    def _runs(self, backbone: str) -> list[str]:
+        """A DP run and its repeats (independent runs of a group); a (Syn)-ViP model alone."""
+        return repeats_of(self.plan.backbones.runs, backbone) if backbone in self.plan.backbones.runs else [backbone]
+
+    def _accuracy(self, backbone: str, evaluation, column: str) -> Group:
+        found = [self.results.get(evaluation(run).path) for run in self._runs(backbone)]
+        found = [result for result in found if result is not None]
+        if not found:
             return Group(())
-        data = result.get("data", {})
-        classes = classes_of(evaluation.dataset or "", data.get("classes"), data.get("stand_in"))
-        return Group.of([result["columns"].get(column)], data.get("test"), 100.0 / classes if classes else None)
+        data = found[0].get("data", {})
+        classes = classes_of(evaluation(backbone).dataset or "", data.get("classes"), data.get("stand_in"))
+        values = [result["columns"].get(column) for result in found]
+        # (Syn)-ViP is one non-private model that the claims start from: fixed, not a sample of runs
+        fixed = not backbone.startswith("vip_")
+        return Group.of(values, data.get("test"), 100.0 / classes if classes else None, fixed=fixed)
 
     def probe(self, backbone: str) -> Group:
         dataset = next(iter(self.plan.probe_datasets), None)
-        return self._accuracy(Evaluation("linear_probe", backbone, dataset), dataset or "")
+        return self._accuracy(backbone, lambda run: Evaluation("linear_probe", run, dataset), dataset or "")
 
     def few_shot(self, backbone: str) -> Group:
-        evaluation = Evaluation("few_shot", backbone, self.shot_dataset, self.shots)
-        return self._accuracy(evaluation, f"{self.shot_dataset} {self.shots}-shot")
+        column = f"{self.shot_dataset} {self.shots}-shot"
+        return self._accuracy(backbone, lambda run: Evaluation("few_shot", run, self.shot_dataset, self.shots), column)
 
     def dp_finetune(self, backbone: str) -> Group:
-        return self._accuracy(Evaluation("dp_finetune", backbone, self.plan.dp_dataset), "Top-1 Accuracy")
+        return self._accuracy(
+            backbone, lambda run: Evaluation("dp_finetune", run, self.plan.dp_dataset), "Top-1 Accuracy"
+        )
 
     def loss(self, run: str) -> Group:
-        """The run's final loss (one value per run: never its logged steps as if they were runs)."""
-        logged = self.losses.get(run, [])
-        tail = logged[-max(1, math.ceil(len(logged) * LOSS_TAIL)) :]
-        return Group.of([sum(tail) / len(tail)] if tail else [])
+        """The final loss of the run and of each repeat (one value per run: never its logged
+        steps as if they were runs)."""
+        finals = []
+        for name in self._runs(run):
+            logged = self.losses.get(name, [])
+            tail = logged[-max(1, math.ceil(len(logged) * LOSS_TAIL)) :]
+            finals += [sum(tail) / len(tail)] if tail else []
+        return Group.of(finals)
 
 
 def _fmt(group: Group) -> str:
