@@ -141,6 +141,11 @@ rule table_vip_result:
         columns=lambda wildcards: VIP_COLUMNS[wildcards.table],
         backbones=VIP_BACKBONES,
         shapes=mae_shapes(),
+        # Table 1's '# pre-train samples' of each (Syn)-ViP: the synthetic images it saw
+        synthetic_images={
+            f"syn_vip_{m}": SYNTHETIC_SPECS[SYN_VIP["dataset"]].images
+            for m in SYN_VIP["models"]
+        },
         scale=config["scale"],
     script:
         "../workflow_scripts/table_vip_result.py"

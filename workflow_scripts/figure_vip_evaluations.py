@@ -16,11 +16,9 @@ with workflow_job(snakemake.log[0]):
     results = [json.loads(Path(path).read_text()) for path in snakemake.input.results]
     ours = ours_by_backbone(results)
     plan = snakemake.params.plan
-    stand_ins = sorted({r.get("data", {}).get("stand_in") for r in results} - {None})
-    ours_on = ", ".join([*stand_ins, snakemake.params.scale])  # what our bars and lines ran on
+    scale = snakemake.params.scale
     if snakemake.wildcards.figure == "vip_figure1":
-        largest, main = plan.largest_vip(), plan.backbones.main_vip
-        figure = figure1(values, ours.get(largest, {}), ours.get(main, {}), largest, main, ours_on)
+        figure = figure1(values, results, plan.largest_vip(), plan.backbones.main_vip, scale)
     else:
         shapes = snakemake.params.shapes
         lines = {
@@ -33,6 +31,6 @@ with workflow_job(snakemake.log[0]):
             for m in plan.figure5_metrics()
             if m in table9.columns
         }
-        figure = figure5(lines, plan.figure5_metrics(), paper, ours_on)
+        figure = figure5(lines, plan.figure5_metrics(), results, paper, scale)
     ledgers = [json.loads(Path(path).read_text()) for path in snakemake.input.ledgers]
     save_figure(figure, snakemake.output[0], ledgers)

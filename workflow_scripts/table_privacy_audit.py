@@ -3,9 +3,9 @@
 import pandas as pd
 
 from dpvip.logs import workflow_job
-from dpvip.report.privacy_tables import audit_notes
+from dpvip.report.privacy_tables import audit_frame, audit_notes
 from dpvip.report.tables import write_table
 
 with workflow_job(snakemake.log[0]):
-    frame = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)
+    frame = audit_frame([pd.read_csv(path) for path in snakemake.input])
     write_table(frame, snakemake.output[0], "Privacy claims audit: ViP, DP-RandP, Mehta et al.", audit_notes(frame))

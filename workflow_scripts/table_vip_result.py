@@ -25,7 +25,7 @@ with workflow_job(snakemake.log[0]):
 
         parameters = {b: trainable_millions(*shape) for b, shape in snakemake.params.shapes.items() if b in mine}
     ours = ours_by_backbone(results)
-    for backbone, facts in run_facts(backbones.runs, privacy, parameters).items():
+    for backbone, facts in run_facts(backbones.runs, privacy, parameters, snakemake.params.synthetic_images).items():
         ours.setdefault(backbone, {}).update(facts)
     frame = label_random_baselines(vip_table(table, values, rows, ours), results)
     notes = stand_in_notes(results, snakemake.params.scale) + selection_notes(results)

@@ -2,7 +2,7 @@ import pytest
 
 from dpvip.privacy.gaussian import composed_sigma
 from dpvip.privacy.audit import audit_claim, verdict
-from dpvip.report.privacy_tables import audit_notes
+from dpvip.report.privacy_tables import audit_frame, audit_notes
 from dpvip.privacy.claims import load_claims
 
 
@@ -54,3 +54,35 @@ def test_a_delta_of_at_least_one_over_n_is_flagged(claims):
     assert mehta["delta_n"] == pytest.approx(1.281167) and mehta["delta_at_least_1_over_n"] is True
     randp = audit_claim(claims["dprandp_t23_eps1"], accountants=("pld",))
     assert randp["delta_n"] == pytest.approx(0.99931, rel=1e-4) and randp["delta_at_least_1_over_n"] is False
+
+
+def test_the_verdict_accountant_is_a_column_even_when_the_audit_leaves_it_out(claims):
+    """DP-RandP used PRV; an audit under RDP and PLD alone still shows PRV's epsilon, the one
+    its verdict is decided on (no sigma calibration under PRV: only the configured ones)."""
+    claim = claims["dprandp_t22_eps1"]
+    row = audit_claim(claim, accountants=("pld",))
+    assert row["paper_accountant"] == "prv" and "epsilon_prv" in row and "sigma_needed_prv" not in row
+    assert row["verdict"] == verdict(row["epsilon_prv"], claim.epsilon)
+
+
+def test_the_merged_audit_puts_every_epsilon_column_before_the_verdict():
+    import pandas as pd
+
+    base = {"claim": "x", "paper_accountant": "rdp", "verdict": "holds", "assumptions": ""}
+    vip = pd.DataFrame([base | {"epsilon_rdp": 8.0, "epsilon_pld": 7.0}])
+    randp = pd.DataFrame(
+        [base | {"claim": "y", "paper_accountant": "prv", "epsilon_rdp": 1.1, "epsilon_pld": 0.9, "epsilon_prv": 0.95}]
+    )
+    frame = audit_frame([vip, randp])
+    columns = list(frame.columns)
+    assert columns == [
+        "claim",
+        "paper_accountant",
+        "epsilon_rdp",
+        "epsilon_prv",
+        "epsilon_pld",
+        "verdict",
+        "assumptions",
+    ]
+    for _, row in frame.iterrows():  # the verdict's accountant is filled in every row
+        assert not pd.isna(row[f"epsilon_{row['paper_accountant']}"])

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from dpvip.plan.dprandp_rows import figure_runs
+from dpvip.plan.dprandp_runs import DPRandPPlan
 from dpvip.report.dprandp_budget_figures import figure6, figure7, paper_sweeps, phase2_share
 from dpvip.report.dprandp_figures import figure2, figure4, figure5
 from dpvip.report.figures import save_figure
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_dprandp_tables import PLAN, VALUES, fake_results, plan_with_inf
+from test_dprandp_tables import CONFIG, PLAN, VALUES, fake_results, plan_with_inf
 
 
 def lines(figure) -> dict[str, tuple]:
@@ -59,13 +61,40 @@ def test_figure4_puts_ours_at_the_runs_sigma_and_the_papers_at_table13s(tmp_path
 def test_figure6_x_is_the_share_of_epsilon_spent_in_phase2(tmp_path):
     results = fake_results("figure6")
     figure = figure6(PLAN, results, VALUES)
-    xs, ys = lines(figure)["ε = 1 (ours)"]
+    xs, ys = lines(figure)["ε = 1 (ours, mean ± std over 2 seed(s))"]
     # fake epsilon_phase2 / epsilon_spent = sqrt(p / 24) for p in 0, 4, 12, 24
     assert xs == pytest.approx([0.0, math.sqrt(4 / 24), math.sqrt(12 / 24), 1.0])
     assert ys == pytest.approx([61.5, 65.5, 69.5, 69.5])
     assert "RDP" in " ".join(t.get_text() for t in figure.texts)
     save_figure(figure, tmp_path / "dprandp_figure6.png")
     assert (tmp_path / "dprandp_figure6.png").exists() and (tmp_path / "dprandp_figure6.pdf").exists()
+
+
+def test_figure6_points_are_the_mean_over_every_seed_run_there():
+    """One ablation seed, three main seeds: the points Figure 2 also runs (0, 4 = the schedule's,
+    24 = all Phase II steps) are the mean ± std over the three, the others seed 0 alone."""
+    section = {**PLAN.section, "private": {**PLAN.section["private"], "seeds": [0, 1, 2]}}
+    section["ablations"] = {**section["ablations"], "seeds": [0]}
+    plan = DPRandPPlan(section, CONFIG["synthetic"]["datasets"])
+    runs = figure_runs(plan, "figure6")["warm"]
+    assert {steps: sorted(r.seed for r in rs) for steps, rs in runs.items()} == {
+        0: [0, 1, 2],
+        4: [0, 1, 2],
+        12: [0],
+        24: [0, 1, 2],
+    }
+    results = fake_results("figure6", plan=plan)
+    figure = figure6(plan, results, VALUES)
+    label = "ε = 1 (ours, mean ± std over 1-3 seed(s))"
+    xs, ys = lines(figure)[label]
+    # default_accuracy: 60 + min(p, 8) + 0.5 + 2 x seed, so seeds 0-2 average 2 points above seed 0
+    assert ys == pytest.approx([62.5, 66.5, 68.5, 70.5])
+    errors = next(c for a in figure.axes for c in a.containers if c.get_label() == label).lines[2][0]
+    assert [len(seg) for seg in errors.get_segments()] == [2, 2, 2, 2]  # an error bar at every point
+    spans = sorted(round(seg[1][1] - seg[0][1], 6) for seg in errors.get_segments())
+    assert spans == [0.0, 4.0, 4.0, 4.0]  # ± std 2 over three seeds, none for one seed
+    marks = [t.get_text() for a in figure.axes for t in a.texts]
+    assert sorted(m for m in marks if m.startswith("n=")) == ["n=1", "n=3", "n=3", "n=3"]
 
 
 def test_the_papers_figure6_shares_follow_the_accountant():

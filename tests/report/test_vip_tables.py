@@ -7,7 +7,15 @@ from pathlib import Path
 
 from dpvip.report.paper_values import load_paper_values
 from dpvip.plan.vip_rows import Row
-from dpvip.report.vip_tables import ours_by_backbone, run_facts, selection_notes, stand_in_notes, vip_table
+from dpvip.report.vip_tables import (
+    SAMPLES,
+    ours_by_backbone,
+    run_facts,
+    sample_count,
+    selection_notes,
+    stand_in_notes,
+    vip_table,
+)
 from dpvip.plan.vip_runs import DPRun
 
 VALUES = load_paper_values(Path(__file__).resolve().parents[2] / "config" / "paper_values")
@@ -44,10 +52,33 @@ def test_run_facts_come_from_the_ledger_and_the_run():
         "# parameters": 1.25,
         "Batch Size": 98304,
         "# Train data": 2.0,
+        SAMPLES: 2.0,
         "Noise sigma": 2.87,
         "decoder depth": 1,
         "masking ratio": 0.5,
     }
+
+
+def test_sample_counts_carry_their_unit_and_small_counts_stay_exact():
+    assert sample_count(1.281167) == "1.28M"
+    assert sample_count(1.0) == "1M" and sample_count(233.0) == "233M"
+    assert sample_count(2048 / 1e6) == "2,048"  # not "0.002", nor rounded to 0
+    assert sample_count(math.nan) == ""
+
+
+def test_table1_fills_our_pre_train_samples_with_units():
+    run = DPRun("vip_micro", "micro", "micro", {}, "main", None)
+    ledger = {"examples": 2048, "sample_rate": 128 / 2048, "noise_multiplier": 1.0}
+    ours = run_facts({run.name: run}, {run.name: ledger}, {}, {"syn_vip_micro": 4096})
+    rows = [
+        Row("(Syn)-ViP", {SAMPLES: ("syn_vip_micro", SAMPLES)}, "syn_vip_micro"),
+        Row("ViP-LAION", {SAMPLES: ("vip_micro", SAMPLES)}, "vip_micro"),
+    ]
+    table = vip_table("vip_table1", VALUES, rows, ours).set_index("model")
+    assert table.at["ViP-LAION", f"{SAMPLES} (paper)"] == "233M"
+    assert table.at["ViP-LAION", f"{SAMPLES} (ours)"] == "2,048"
+    assert table.at["(Syn)-ViP", f"{SAMPLES} (ours)"] == "4,096"
+    assert table.at["TAN", f"{SAMPLES} (paper)"].endswith("M") and table.at["TAN", f"{SAMPLES} (ours)"] == ""
 
 
 def test_notes_name_the_scale_and_each_stand_in_once():

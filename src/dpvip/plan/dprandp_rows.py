@@ -163,10 +163,29 @@ def figure_runs(plan: DPRandPPlan, figure: str) -> dict[str, dict]:
             "cold": plan.cells(MAIN_TASK, None, "none", epsilons),
         }
     if figure == "figure6":
-        return {"warm": plan.sweep_runs("figure6", main)}
+        return {"warm": sweep_over_all_seeds(plan, "figure6", main)}
     if figure == "figure7":
         return {WARM_FULL: plan.cells(MAIN_TASK, main, "schedule")}
     raise KeyError(figure)
+
+
+def sweep_over_all_seeds(plan: DPRandPPlan, name: str, init) -> dict[int, list[PrivateRun]]:
+    """{Phase II steps: runs} of a sweep: its ablation seeds, and every seed of the main runs at
+    the points the plan runs for Figure 2 anyway (no Phase II, the schedule's, all of it, at
+    the sweep's epsilon). A point's mean is then over every seed there is, as Figure 2's at the
+    same runs, and no run is added."""
+    epsilon, _ = plan.sweep(name)
+    sweep = plan.sweep_runs(name, init)
+    if epsilon not in plan.epsilons(MAIN_TASK):
+        return sweep
+    entry = plan.entry(MAIN_TASK, epsilon)
+    shared = {0, entry.phase2_steps, entry.steps}
+    return {
+        steps: list(dict.fromkeys([*runs, *(plan.run(MAIN_TASK, init, epsilon, s, steps) for s in plan.seeds)]))
+        if steps in shared
+        else runs
+        for steps, runs in sweep.items()
+    }
 
 
 TABLE10_SERIES = "Table 10 / "  # claim runs of Table 10's synthetic sets: "Table 10 / <column>"

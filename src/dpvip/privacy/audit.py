@@ -53,12 +53,11 @@ def audit_claim(claim: Claim, accountants: tuple[str, ...] = ACCOUNTANTS) -> dic
         "claimed_epsilon": claim.epsilon,
         "paper_accountant": claim.accountant,
     }
-    for name in accountants:
+    # The verdict's own accountant is always a column, even where `accountants` leaves it
+    # out (PRV at the embedded scale): a verdict must not rest on a number the table hides.
+    for name in dict.fromkeys([*accountants, claim.accountant]):
         row[f"epsilon_{name}"] = epsilon([mechanism], claim.delta, name).epsilon
-    spent = row.get(f"epsilon_{claim.accountant}")
-    if spent is None:
-        spent = epsilon([mechanism], claim.delta, claim.accountant).epsilon
-    row["verdict"] = verdict(spent, claim.epsilon)
+    row["verdict"] = verdict(row[f"epsilon_{claim.accountant}"], claim.epsilon)
     for name in accountants:
         row[f"sigma_needed_{name}"] = noise_multiplier(
             mechanism.sample_rate, mechanism.steps, claim.epsilon, claim.delta, name

@@ -5,8 +5,10 @@ One `Item` per numbered table or figure (a figure's labelled panels are items of
 where the paper labels them, as Mehta et al.'s 1a and 1b, or where we draw them apart, as
 ViP's 4a and 4b). Its status says how much of it a rule of this workflow writes:
 
-- produced: an output of ours reproduces it (at the embedded scale with stand-ins);
-- partly produced: an output of ours has some of it; the reason says what is missing;
+- produced: an output of ours reproduces all of it (at the embedded scale with stand-ins): every
+  printed column, and every row of the paper's own runs, has ours beside the paper's value;
+- partly produced: an output of ours has some of it; the reason says what is missing
+  (tests/report/test_coverage_filled.py builds the tables to hold this against their cells);
 - planned: not produced yet, the output stem it will have is given;
 - absent: no output; the reason says why (no data, no result to reproduce, ...).
 
@@ -88,9 +90,10 @@ def coverage_table(items: tuple[Item, ...] = ITEMS) -> tuple[pd.DataFrame, str, 
     """(frame, title, notes), as every table builder of dpvip.report returns them."""
     notes = [
         coverage_summary(items),
-        "produced: an output of this workflow reproduces the item; partly produced: an output has part of it "
-        "(the reason says which part is missing); planned: not produced yet, under the output name given; "
-        "absent: no output, for the reason given.",
+        "produced: an output of this workflow reproduces all of the item, ours beside every printed column and "
+        "every row of the paper's own runs; partly produced: an output has part of it (the reason says which "
+        "part is missing, e.g. the ε columns the embedded config does not run); planned: not produced yet, "
+        "under the output name given; absent: no output, for the reason given.",
         "Outputs are stems: results/tables/<stem>.{csv,md,tex}, results/figures/<stem>.{png,pdf}. "
         "Produced means the shipped configs' rules write it: at the embedded scale (config/config.yaml) the "
         "data are stand-ins (scikit-learn's digits, generated shapes, crops of sample photographs) and the "

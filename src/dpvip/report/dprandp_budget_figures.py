@@ -102,17 +102,24 @@ def figure6(
             paper=True,
         )
     epsilon, _ = plan.sweep("figure6")
-    ours = {}
+    ours, seeds = {}, {}
     for runs in figure_runs(plan, "figure6")["warm"].values():
         done = [r for r in runs if r.path in results]
         if done:
-            ours[float(np.mean([_run_share(r, results[r.path]) for r in done]))] = run_stats(done, results)
-    plot_points(axis, ours, "black", f"ε = {epsilon_label(epsilon)} (ours)", paper=False)
+            share = float(np.mean([_run_share(r, results[r.path]) for r in done]))
+            ours[share], seeds[share] = run_stats(done, results), len(done)
+    counts = sorted(set(seeds.values()))
+    over = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    label = f"ε = {epsilon_label(epsilon)} (ours, mean ± std over {over} seed(s))"
+    plot_points(axis, ours, "black", label, paper=False)
+    for share, n in seeds.items():  # how many seeds each point's mean is over
+        axis.annotate(f"n={n}", (share, ours[share][0]), xytext=(4, 6), textcoords="offset points", fontsize=6)
     caption = (
         f"Paper's x: {accountant.upper()} accounting of N1 = min(12 × epochs, N) of Tab. 13's N steps "
         "at its σ, q = 4096/50000, δ = 1e-5 "
         f"(the paper used PRV{'' if accountant == 'prv' else '; RDP ratios are within 0.005 of it here'}); "
-        "ours: each run's own ε_Phase II / ε_spent."
+        "ours: each run's own ε_Phase II / ε_spent; n = the seeds a point is the mean of (every seed run at "
+        "that point, Figure 2's runs included)."
     )
     return finish_figure(
         figure,
@@ -123,6 +130,7 @@ def figure6(
         scale,
         results,
         caption,
+        key="paper dashed; ours at {scale} scale solid (mean ± std over the n seeds marked at each point; {data})",
     )
 
 

@@ -1,8 +1,21 @@
-"""The privacy audit table's notes (torch-free: the table job only reads the audit's CSVs)."""
+"""The privacy audit table and its notes (torch-free: the table job only reads the audit's CSVs)."""
 
 from __future__ import annotations
 
-from dpvip.privacy import ROUNDING_SLACK
+import pandas as pd
+
+from dpvip.privacy import ACCOUNTANTS, ROUNDING_SLACK
+
+
+def audit_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The per-paper audits in one table, every epsilon_<accountant> column together just
+    before the verdict: a paper's own accountant (PRV for DP-RandP) is computed for its rows
+    only, and would otherwise land after the last column, far from the verdict it decides."""
+    frame = pd.concat(frames, ignore_index=True)
+    epsilons = [f"epsilon_{name}" for name in ACCOUNTANTS if f"epsilon_{name}" in frame.columns]
+    others = [column for column in frame.columns if column not in epsilons]
+    at = others.index("verdict")
+    return frame[[*others[:at], *epsilons, *others[at:]]]
 
 
 def audit_notes(frame) -> list[str]:
@@ -13,8 +26,10 @@ def audit_notes(frame) -> list[str]:
         "epsilon_<accountant>: epsilon at the paper's (q, sigma, T, delta); rdp = opacus RDP, "
         "prv = opacus PRV (eps_error 0.01), pld = dp-accounting PLD. Full-batch (q = 1) rows are "
         "exact Gaussian DP under prv and pld.",
-        f"verdict: under the accountant the paper used; 'holds (rounding)' means within "
-        f"{ROUNDING_SLACK:.1%} above the printed epsilon.",
+        f"verdict: under the accountant the paper used (paper_accountant), whose epsilon_<accountant> column "
+        "is filled for every row even where the audit's accountants leave it out (a column empty in some rows "
+        f"is one only some papers used); 'holds (rounding)' means within {ROUNDING_SLACK:.1%} above the "
+        "printed epsilon.",
         "sigma_needed_<accountant>: the smallest sigma meeting the claimed epsilon; "
         "noise_saving_pct: how much less noise than the paper's sigma the tightest accountant needs.",
         "sigma_printed = False: the paper prints no sigma; it is derived with the paper's accountant.",

@@ -55,7 +55,10 @@ def reading_notes(results: list[dict], columns: list[str]) -> list[str]:
     if "ADE20K mIoU" in columns:
         notes.append("Units: ADE20K mIoU in %.")
     if "# pre-train samples" in columns:
-        notes.append("Units: '# pre-train samples' in millions, as the paper prints it.")
+        notes.append(
+            "Units: '# pre-train samples' with its unit (M: millions, as the paper prints it); ours under a "
+            "million as the exact count of images our run was pre-trained on."
+        )
     levels = {}
     for result in results:
         level, dataset = chance(result), result["evaluation"].get("dataset")

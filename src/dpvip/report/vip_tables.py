@@ -32,6 +32,19 @@ TITLES = {
 }
 
 
+SAMPLES = "# pre-train samples"  # Table 1's column, in millions as the paper prints it
+
+
+def sample_count(millions: float) -> str:
+    """A number of samples with its unit: '1.28M', '233M'; under a million the exact count
+    ('2,048'), which '0.002' would hide. NaN (no value) stays empty."""
+    if math.isnan(millions):
+        return ""
+    if millions >= 1:
+        return f"{millions:.3g}M"
+    return f"{round(millions * 1e6):,}"
+
+
 def ours_by_backbone(results: list[dict]) -> dict[str, dict[str, float]]:
     """{backbone: {column: value}} merged over the evaluation results, in the paper's units."""
     merged: dict[str, dict[str, float]] = {}
@@ -42,13 +55,19 @@ def ours_by_backbone(results: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def run_facts(
-    runs: dict[str, DPRun], privacy: dict[str, dict], parameters: dict[str, float]
+    runs: dict[str, DPRun],
+    privacy: dict[str, dict],
+    parameters: dict[str, float],
+    synthetic_images: dict[str, int] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Table 9-11's descriptive columns of each DP run, from its ledger and settings;
-    `parameters` ({backbone: millions}) fills '# parameters'."""
+    """Tables 1 and 9-11's descriptive columns of each DP run, from its ledger and settings;
+    `parameters` ({backbone: millions}) fills '# parameters', `synthetic_images` ({(Syn)-ViP
+    backbone: images it was pre-trained on}) their '# pre-train samples'."""
     from dpvip.models import mae_size, mae_variant
 
     facts: dict[str, dict[str, float]] = {name: {"# parameters": millions} for name, millions in parameters.items()}
+    for name, images in (synthetic_images or {}).items():
+        facts.setdefault(name, {})[SAMPLES] = images / 1e6  # the paper counts millions
     for name, ledger in privacy.items():
         run = runs[name]
         size, depth = mae_variant(run.model)
@@ -57,6 +76,7 @@ def run_facts(
             {
                 "Batch Size": round(ledger["sample_rate"] * n),
                 "# Train data": n / 1e6,  # the paper counts millions
+                SAMPLES: n / 1e6,  # ViP's pre-training data is the private set (the (Syn)-ViP init aside)
                 "Noise sigma": ledger["noise_multiplier"],
                 "decoder depth": depth or mae_size(size).decoder_depth,
                 "masking ratio": run.values.get("mask_ratio", 0.75),
@@ -82,7 +102,11 @@ def vip_table(table: str, values: pd.DataFrame, rows: list[Row], ours: dict[str,
             cell = row.cells.get(column) if row else None
             record[f"{column} (ours)"] = ours.get(cell[0], {}).get(cell[1], math.nan) if cell else math.nan
         out.append(record)
-    return pd.DataFrame(out)
+    frame = pd.DataFrame(out)
+    for side in ("paper", "ours"):  # counts as text with their unit: a bare 1 hides "million"
+        if f"{SAMPLES} ({side})" in frame.columns:
+            frame[f"{SAMPLES} ({side})"] = frame[f"{SAMPLES} ({side})"].map(sample_count)
+    return frame
 
 
 # The tasks whose result is the chosen point of a hyperparameter grid (`best_of_grid`).
