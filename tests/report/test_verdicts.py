@@ -116,6 +116,18 @@ def test_several_contrasts_must_all_hold():
     assert judge(groups, contrasts).verdict == HELD
 
 
+def test_the_interval_shown_is_the_one_that_decides():
+    """Two contrasts: a small precise one (held alone) and a large noisy one (inconclusive):
+    the claim is inconclusive and shows the noisy contrast, whose interval contains 0."""
+    groups = {
+        "a": Group.of([62, 62.1, 61.9], 100_000),
+        "b": Group.of([60, 60.1, 59.9], 100_000),
+        "c": Group.of([40, 70, 55], 100_000),
+    }
+    found = judge(groups, [{"a": 1, "b": -1}, {"a": 1, "c": -1}])
+    assert found.verdict == INCONCLUSIVE and found.low < 0 < found.high and found.estimate == pytest.approx(7.0)
+
+
 def test_a_contrast_of_four_groups():
     """The gap grows: (warm - cold) at small epsilon minus (warm - cold) at large epsilon."""
     groups = {

@@ -196,7 +196,8 @@ class Verdict:
 def _raw(groups: Mapping[str, Group], contrasts: Sequence[Contrast]) -> tuple[str, Interval]:
     """The interval verdict alone (no guards) and the binding contrast's interval."""
     intervals = [contrast_interval(groups, c) for c in contrasts]
-    binding = min(intervals, key=lambda i: i.estimate)
+    # the contrast shown: the one whose interval reaches lowest (the one that decides `held`)
+    binding = min(intervals, key=lambda i: (i.bounds(CONFIDENCE)[0], i.estimate))
     if any(math.isnan(i.standard_error) for i in intervals):
         return INCONCLUSIVE, binding
     corrected = 1 - (1 - CONFIDENCE) / len(intervals)  # any one contrast below 0 refutes
@@ -214,7 +215,7 @@ def _runs_needed(groups: Mapping[str, Group], contrast: Contrast, effect: float 
         return "the paper's effect is 0"
     if any(math.isnan(groups[name].run_variance()[1]) for name in contrast):
         return "unknown (no run-to-run spread)"
-    for runs in range(2, MAX_RUNS + 1):
+    for runs in range(MIN_RUNS, MAX_RUNS + 1):  # a decisive verdict needs MIN_RUNS whatever the power
         if contrast_interval(groups, contrast, runs).detectable <= abs(effect):
             return str(runs)
     # the test sets' variance does not shrink with more runs: past it, no number of runs helps
@@ -246,7 +247,7 @@ def judge(
         " / ".join("fixed" if group.fixed else str(group.runs) for group in groups.values()),
         detectable=binding.detectable,
         runs_needed=_runs_needed(
-            groups, min(contrasts, key=lambda c: contrast_interval(groups, c).estimate), paper_effect
+            groups, min(contrasts, key=lambda c: contrast_interval(groups, c).bounds(CONFIDENCE)[0]), paper_effect
         ),
     )
     guard = _uninformative(groups, contrasts) or _too_few_runs(groups) or _unstable(groups, contrasts, raw)
