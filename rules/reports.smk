@@ -5,8 +5,9 @@
 
 def vip_claims_inputs(wildcards=None):
     """What ViP's claims compare: accuracies and DP losses of runs the tables already train."""
-    tasks = ("linear_probe", "few_shot", "dp_finetune")
+    tasks = ("linear_probe", "few_shot", "dp_finetune", "coco", "ade20k")
     return {
+        "catalogue": claims_catalogue("vip"),
         "results": sorted(
             f"{EVALUATE}/{p}.json" for p, e in EVALUATIONS.items() if e.task in tasks
         ),
@@ -72,6 +73,7 @@ def privacy_sources():
         sources[figure] = evaluation_files(figure) + dp_ledgers(backbones)
     for name in (*DPRANDP_TABLES, *DPRANDP_FIGURES, *DPRANDP_COST_TABLES, "claims"):
         sources[f"dprandp_{name}"] = dprandp_results(name)[1]
+    sources["dprandp_claims"] = sources["dprandp_claims"] + dprandp_claims_studies()
     sources |= {f"mehta_{t}": [f"{TRANSFER}/mehta_{t}.json"] for t in MEHTA_OUTPUTS}
     sources |= {
         f"dprandp_{t}": [f"{TRANSFER}/dprandp_probe_{PROBE_TABLES[t]}.json"]
@@ -104,8 +106,20 @@ def mehta_appendix_tables():
 
 def mehta_claims_studies():
     """The studies Mehta et al.'s claims compare (those this configuration runs)."""
-    wanted = ("table1", "table2", "table4", "table5")
+    wanted = ("table1", "table2", "table4", "table5", "figure2")
     return [f"{TRANSFER}/mehta_{t}.json" for t in MEHTA_OUTPUTS if t in wanted]
+
+
+def dprandp_claims_studies():
+    """The private linear probing studies DP-RandP's claims compare (Tables 4 and 5)."""
+    wanted = ("dprandp_probe_cifar", "dprandp_probe_imagenet")
+    return [f"{TRANSFER}/{study}.json" for study in wanted if study in TRANSFER_STUDIES]
+
+
+def claims_catalogue(paper):
+    """A paper's claim catalogue (read by dpvip.report.claims from the dpvip folder): an input
+    so that editing it remakes the paper's claims table."""
+    return workflow_path(f"config/paper_values/claims/{paper}.yaml")
 
 
 # The papers' claims tables behind the overview: {paper: table}.

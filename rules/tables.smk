@@ -235,6 +235,7 @@ rule table_mehta_throughput:
 rule table_mehta_claims:
     input:
         studies=mehta_claims_studies(),
+        catalogue=claims_catalogue("mehta"),
     output:
         report(
             table_files("mehta_claims"),
@@ -355,6 +356,8 @@ rule table_dprandp_cost:
 rule table_dprandp_claims:
     input:
         results=dprandp_results("claims")[1],
+        studies=dprandp_claims_studies(),
+        catalogue=claims_catalogue("dprandp"),
     output:
         report(
             table_files("dprandp_claims"),

@@ -4,7 +4,7 @@ LeCun init, the largest epsilon against the smallest) at each cell's chosen lear
 
 from __future__ import annotations
 
-from dpvip.report.mehta_claims import mehta_claims, mehta_claims_table
+from dpvip.report.mehta_claims import CATALOGUE, mehta_claims, mehta_claims_table
 
 ROWS = ("ResNet50x4 / Last layer", "ViT-B/16 / Last layer")
 TEST = 100_000
@@ -44,9 +44,46 @@ def verdicts(found):
     return {claim.key: claim.verdict.verdict for claim in found}
 
 
+JUDGED = [*"abcdghjkqrsuvwyz", "aa"]
+TABLE4 = {  # the paper's deltas on 'No change' (Tab. 4), in our units
+    "DP-LAMB -> DP-SGD with Momentum": -10,
+    "10 epochs -> 1 epochs": 5,
+    "Clip at 1 -> 10": -5,
+    "Resolution 384 -> 512": -8,
+    "Resolution 384 -> 256": 6,
+    "Inception Crop -> Center Crop": 4,
+}
+
+
+def all_studies(sign: float = 1.0) -> dict:
+    """Every study the claims read on the paper's pattern (`sign` 1) or flipped (-1): each
+    difference the paper reports, 10 points or more, its sign set by `sign`."""
+    d = sign * 10
+    private, public = "With privacy / batch=2^{}", "Without privacy / batch=2^{}"
+    found = studies(lamb=50 + d, sgd=50, large=50 + d, small=50, zero=50 + 3 * d, lecun=50, high=50 + d, low=50)
+    found["mehta_table1"] = study(
+        {(row, private.format(20)): 50 for row in ROWS}
+        | {(row, private.format(17)): 50 - d for row in ROWS}
+        | {(row, public.format(17)): 60 + d for row in ROWS}
+        | {(row, public.format(20)): 60 for row in ROWS}
+    )
+    table2 = {(row, private.format(20)): 50 + d for row in ROWS} | {(row, private.format(17)): 50 for row in ROWS}
+    found["mehta_table2"] = study(table2 | {(row, public.format(20)): 60 + d for row in ROWS})
+    found["mehta_table4"] = study(
+        {("No change", "Accuracy"): 50, ("Zero Init -> Lecun Normal Init", "Accuracy"): 50 - 3 * d}
+        | {(row, "Accuracy"): 50 + sign * delta for row, delta in TABLE4.items()}
+    )
+    figure2 = {("(a) lamb", f"lr={lr}"): 40 + d - k for k, lr in enumerate((0.1, 1))}
+    figure2 |= {("(a) sgd", f"lr={lr}"): 40 - k for k, lr in enumerate((0.1, 1))}
+    figure2 |= {("(b) resolution", size): 50 + (d if size == "24" else 0) for size in ("16", "24", "32")}
+    figure2 |= {("(c) init scale", scale): 50 + (d if scale == "0" else 0) for scale in ("0", "0.1", "1")}
+    found["mehta_figure2"] = study(figure2)
+    return found
+
+
 def test_the_claims_hold_on_the_papers_pattern():
     claims = mehta_claims(studies(lamb=68.8, sgd=47.1, large=68.8, small=60.0, zero=81, lecun=10, high=72, low=19))
-    assert verdicts(claims) == dict.fromkeys("abcd", "held") | dict.fromkeys("ef", "not tested")
+    assert {k: verdicts(claims)[k] for k in "abcd"} == dict.fromkeys("abcd", "held")
     assert claims[2].measured == "zero init vs LeCun normal init: 81.10 (3 seeds) vs 10.10 (3 seeds)"
     assert claims[3].verdict.runs == "3 / 3"
     assert claims[2].verdict.verdict == "held"  # LeCun init at chance: the claim expects that arm there
@@ -55,7 +92,30 @@ def test_the_claims_hold_on_the_papers_pattern():
 
 def test_the_claims_fail_when_the_numbers_flip():
     claims = mehta_claims(studies(lamb=40, sgd=60, large=50, small=60, zero=10, lecun=50, high=20, low=40))
-    assert verdicts(claims) == dict.fromkeys("abcd", "not held") | dict.fromkeys("ef", "not tested")
+    assert {k: verdicts(claims)[k] for k in "abcd"} == dict.fromkeys("abcd", "not held")
+
+
+def test_every_judged_claim_holds_on_the_pattern_and_fails_flipped():
+    """Tables 1, 2 and 4 and Figure 2: each claim's cells, 3 seeds, 10 points or more apart."""
+    held, flipped = verdicts(mehta_claims(all_studies())), verdicts(mehta_claims(all_studies(-1.0)))
+    assert {k: held[k] for k in JUDGED} == dict.fromkeys(JUDGED, "held")
+    assert {k: flipped[k] for k in JUDGED} == dict.fromkeys(JUDGED, "not held")
+    assert {v for k, v in held.items() if k not in JUDGED} == {"not tested"}
+
+
+def test_the_new_claims_compare_the_right_cells():
+    claims = {claim.key: claim for claim in mehta_claims(all_studies())}
+    assert claims["g"].measured.startswith(
+        "ResNet50x4 / Last layer, DP-SGD: With privacy / batch=2^20 50.10 (3 seeds) vs With privacy / batch=2^17"
+    )
+    assert "Without privacy / batch=2^17" in claims["h"].measured and claims["h"].verdict.runs.count("3 / 3") == 2
+    assert claims["k"].measured.startswith("ResNet50x4 / Last layer, DP-LAMB: batch 2^20 vs 2^17")
+    assert claims["q"].measured.startswith("No change vs DP-LAMB -> DP-SGD with Momentum:")
+    assert claims["v"].measured.startswith("Resolution 384 -> 256 vs No change:")
+    assert claims["y"].measured.endswith("50.10 (3 seeds) vs 40.10 (3 seeds)")  # each optimizer's best rate
+    assert claims["z"].measured.startswith("one DP step by resolution: 16px")
+    assert claims["aa"].measured.startswith("one DP step: init scale 0 vs 1:")
+    assert claims["i"].verdict.reason.startswith("a claim of no difference")
 
 
 def test_models_that_disagree_make_the_claim_mixed():
@@ -75,5 +135,5 @@ def test_both_models_against_the_claim_make_it_not_held():
 
 def test_without_the_studies_nothing_is_tested():
     frame, _, notes = mehta_claims_table({}, "embedded")
-    assert (frame["verdict"] == "not tested").all() and len(frame) == 6
+    assert (frame["verdict"] == "not tested").all() and len(frame) == len(CATALOGUE.keys()) == 35
     assert any("learning rate its table chose" in note for note in notes)

@@ -190,11 +190,17 @@ def sweep_over_all_seeds(plan: DPRandPPlan, name: str, init) -> dict[int, list[P
 
 TABLE10_SERIES = "Table 10 / "  # claim runs of Table 10's synthetic sets: "Table 10 / <column>"
 TABLE11_SERIES = "Table 11 / "  # and of Table 11's Phase I methods: "Table 11 / <row>"
+TABLE12_SERIES = "Table 12 / "  # Table 12's models: "Table 12 / <row>"
+TABLE25_SERIES = "Table 25 / phase2_steps="  # Table 25's cold sweep: "Table 25 / phase2_steps=<p>"
+# Tables 2, 3 and 16 (other tasks), when the task has runs of its own: "<table> / <row>"
+TASK_TABLES = {"table2": "CIFAR-100", "table3": "DermaMNIST", "table16": "DermaMNIST"}
 
 
 def claim_runs(plan: DPRandPPlan) -> dict[str, dict[float, list[PrivateRun]]]:
     """The runs the `dprandp_claims` table compares: Figure 2's series on the main task at
-    its epsilons; Table 10's synthetic sets and Table 11's Phase I methods at theirs."""
+    its epsilons; Table 10's synthetic sets, Table 11's Phase I methods, Table 12's models and
+    Table 25's cold Phase II sweep at theirs; Tables 2, 3 and 16 where their task has runs of
+    its own (a task that reuses another's runs adds nothing)."""
     series = figure_runs(plan, "figure2")
     epsilon = float(plan.ablations.get("table10_epsilon", 1))
     for column, runs in table10_cells(plan).items():
@@ -202,6 +208,15 @@ def claim_runs(plan: DPRandPPlan) -> dict[str, dict[float, list[PrivateRun]]]:
     for row in table11_rows(plan):
         if row.label != COLD_ROW:
             series[TABLE11_SERIES + row.label] = {_epsilon_of(key): runs for key, runs in row.cells.items()}
+    for row in table12_rows(plan):
+        series[TABLE12_SERIES + row.label] = {_epsilon_of(key): runs for key, runs in row.cells.items()}
+    epsilon, _ = plan.sweep("table25")
+    for steps, runs in plan.sweep_runs("table25", None).items():
+        series[f"{TABLE25_SERIES}{steps}"] = {epsilon: runs}
+    for table, task in TASK_TABLES.items():
+        if task in plan.tasks and plan.source_task(task) == task:
+            for row in table_rows(plan, table):
+                series[f"{table} / {row.label}"] = {_epsilon_of(key): runs for key, runs in row.cells.items()}
     return series
 
 

@@ -2,18 +2,26 @@
 (`vip_claims`, `mehta_claims`, `dprandp_claims`) and the overview across the three
 (`claims`), which the report's first page and the bundle's README show.
 
-A `Claim` is a statement a reader of the abstract, introduction or conclusions would quote,
-where it comes from in the paper, the paper's own numbers for it (and its effect size, in the
-units of our statistic), what we measured, and our `Verdict` (`dpvip.report.verdicts`).
+A `Claim` is a comparative finding of a paper (abstract, main results, ablations, appendix
+tables, figure captions), where it comes from in the paper, the paper's own numbers for it (and
+its effect size, in the units of our statistic), what we measured, and our `Verdict`
+(`dpvip.report.verdicts`). The catalogues (statement, source, evidence, effect) are data:
+config/paper_values/claims/<paper>.yaml, one entry per stable key; each paper's module judges
+every key or says why it is not tested. Keys sort by length, then alphabetically (a ... z, aa ...).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
+import yaml
+
+from dpvip.errors import DpvipInputError
 
 from dpvip.report.coverage import PAPERS
+from dpvip.report.transfer_cells import study_cells
 from dpvip.report.verdicts import (
     CONFIDENCE,
     DECISIVE,
@@ -41,6 +49,45 @@ class Claim:
 
 
 DIFFERENCE = {"better": 1.0, "worse": -1.0}  # the contrast of "better beats worse"
+# The catalogues: the dpvip folder's config/paper_values/claims/<paper>.yaml (the library runs
+# from the checkout's src/, as the workflow requires)
+CATALOGUES = Path(__file__).resolve().parents[3] / "config" / "paper_values" / "claims"
+FIELDS = ("statement", "source", "evidence", "effect")
+
+
+def key_order(key: str) -> tuple[int, str]:
+    """a, b, ..., z, aa, ab, ...: shorter keys first."""
+    return len(key), key
+
+
+def ordered(claims: list[Claim]) -> list[Claim]:
+    return sorted(claims, key=lambda claim: key_order(claim.key))
+
+
+def load_catalogue(paper: str, folder: Path = CATALOGUES) -> dict[str, tuple[str, str, str, float | None]]:
+    """{key: (statement, source, evidence, effect)} of `paper` (vip, mehta, dprandp), checked."""
+    path = Path(folder) / f"{paper}.yaml"
+    entries = yaml.safe_load(path.read_text())
+    if not isinstance(entries, dict) or not entries:
+        raise DpvipInputError(f"{path}: expected a mapping of claim keys")
+    claims = {}
+    for key, entry in entries.items():
+        if not (isinstance(key, str) and key.isalpha() and key.islower()):
+            raise DpvipInputError(f"{path}: claim key {key!r} must be lower-case letters")
+        if not isinstance(entry, dict) or set(entry) != set(FIELDS):
+            raise DpvipInputError(f"{path}: claim {key} needs exactly {', '.join(FIELDS)}")
+        if not all(isinstance(entry[f], str) and entry[f].strip() for f in FIELDS[:3]):
+            raise DpvipInputError(f"{path}: claim {key} has an empty statement, source or evidence")
+        effect = entry["effect"]
+        if effect is not None and not isinstance(effect, (int, float)):
+            raise DpvipInputError(f"{path}: claim {key}'s effect must be a number or null")
+        claims[key] = (
+            entry["statement"],
+            entry["source"],
+            entry["evidence"],
+            None if effect is None else float(effect),
+        )
+    return dict(sorted(claims.items(), key=lambda item: key_order(item[0])))
 
 
 class Catalogue:
@@ -50,6 +97,16 @@ class Catalogue:
     def __init__(self, claims: dict[str, tuple[str, str, str, float | None]]):
         self.claims = claims
 
+    @classmethod
+    def of(cls, paper: str) -> Catalogue:
+        return cls(load_catalogue(paper))
+
+    def keys(self) -> list[str]:
+        return list(self.claims)
+
+    def effect(self, key: str) -> float | None:
+        return self.claims[key][3]
+
     def judged(self, key: str, groups: dict[str, Group], measured: str, contrasts=DIFFERENCE) -> Claim:
         return self.claim(key, measured, judge(groups, contrasts, self.claims[key][3]))
 
@@ -58,6 +115,38 @@ class Catalogue:
 
     def untested(self, key: str, reason: str) -> Claim:
         return self.claim(key, "—", not_tested(reason))
+
+
+class StudyGroups:
+    """Groups of DP transfer studies' cells ({study: {(row, column): Cell}}): one accuracy per
+    seed at the cell's chosen learning rate, with the study's test-set size and chance."""
+
+    def __init__(self, studies: dict[str, dict]):
+        self.cells = {name: study_cells(result) for name, result in studies.items()}
+        self.tests = {
+            name: min((f.get("test") for f in result.get("features", {}).values() if f.get("test")), default=None)
+            for name, result in studies.items()
+        }
+        self.chances = {name: _study_chance(result) for name, result in studies.items()}
+
+    def group(self, study: str, row: str, column: str) -> Group:
+        cell = self.cells.get(study, {}).get((row, column))
+        if cell is None:
+            return Group(())
+        values = [run["result"]["accuracy"] for run in cell.runs]
+        return Group.of(values, self.tests.get(study), self.chances.get(study))
+
+    def rows(self, study: str) -> list[str]:
+        return sorted({row for row, _ in self.cells.get(study, {})})
+
+    def columns(self, study: str, row: str) -> list[str]:
+        return [column for r, column in self.cells.get(study, {}) if r == row]
+
+
+def _study_chance(result: dict) -> float | None:
+    """Chance accuracy (%) of a study's task, from the class count its features record."""
+    classes = [f.get("classes") for f in result.get("features", {}).values() if f.get("classes")]
+    return 100.0 / classes[0] if classes else None
 
 
 def _number(value: float) -> str:
