@@ -176,11 +176,7 @@ def dprandp_claims(
         claims += [_ahead("i", ours, WARM_FULL, COLD_ROW, large), _split_claim("l", ours, large)]
         claims.append(_gap_claim("j", ours, WARM_FULL, WARM_NO_PHASE2, small, large))
     claims.append(_gap_claim("b", ours, WARM_NO_PHASE2, COLD_ROW, small, largest))
-    saturate = {
-        f"{k}_{tag}": ours.group(s, e)
-        for tag, e in (("small", small), ("large", largest))
-        for k, s in (("full", WARM_FULL), ("probe", LINEAR_PROBING))
-    }
+    saturate = _grid(ours, {"full": WARM_FULL, "probe": LINEAR_PROBING}, small, largest)
     measured = f"epsilon {epsilon_label(small)} -> {epsilon_label(largest)}: " + "; ".join(
         f"{name} {_fmt(saturate[f'{k}_small'])} -> {_fmt(saturate[f'{k}_large'])}"
         for name, k in ((LINEAR_PROBING, "probe"), (WARM_FULL, "full"))
@@ -191,13 +187,18 @@ def dprandp_claims(
     return ordered(claims)
 
 
+def _grid(ours: _Series, series: dict[str, str], small: float, large: float) -> dict[str, Group]:
+    """{"<name>_small" / "<name>_large": the series' group at the small / large epsilon}."""
+    return {
+        f"{name}_{tag}": ours.group(s, e)
+        for tag, e in (("small", small), ("large", large))
+        for name, s in series.items()
+    }
+
+
 def _gap_claim(key: str, ours: _Series, ahead: str, behind: str, small: float, large: float) -> Claim:
     """`ahead` - `behind` is larger at the small epsilon than at the large one."""
-    gap = {
-        f"{k}_{tag}": ours.group(s, e)
-        for tag, e in (("small", small), ("large", large))
-        for k, s in (("ahead", ahead), ("behind", behind))
-    }
+    gap = _grid(ours, {"ahead": ahead, "behind": behind}, small, large)
     measured = f"{ahead} - {behind}: " + "; ".join(
         f"epsilon {epsilon_label(e)}: {ours.group(ahead, e).mean - ours.group(behind, e).mean:+.2f}"
         for e in ours.epsilons()

@@ -156,7 +156,8 @@ def vip_claims(plan: EvaluationPlan, results: dict[str, dict], losses: dict[str,
         claims += [_lower_loss("e", ours, large, small), _versus("f", ours.probe, large, small, "probe")]
     else:
         claims += [_absent("e"), _absent("f")]
-    claims.append(_scaling_gap(ours, synthetic, random))
+    gains_more = {"syn_large": 1, "syn_small": -1, "rand_large": -1, "rand_small": 1}
+    claims.append(_size_gap("g", ours.probe, "probe", synthetic, random, gains_more))
     shorter = backbones.of("synthetic_epochs")
     if shorter:
         shortest = min(shorter, key=lambda run: run.point)
@@ -168,7 +169,13 @@ def vip_claims(plan: EvaluationPlan, results: dict[str, dict], losses: dict[str,
         for key, ablation, setting, main in ABLATION_CLAIMS
     ]
     claims += _ablation_runs_claims(ours, backbones)
-    claims += [_loss_scaling(ours, synthetic, random), _syn_scaling(ours, backbones), _dense_claim(ours, syn, vip)]
+    # claim r: the larger model's loss advantage is larger from the synthetic start than from random
+    loses_more = {"syn_small": 1, "syn_large": -1, "rand_small": -1, "rand_large": 1}
+    claims += [
+        _size_gap("r", ours.loss, "final DP loss", synthetic, random, loses_more),
+        _syn_scaling(ours, backbones),
+        _dense_claim(ours, syn, vip),
+    ]
     if len(synthetic) >= 2:
         claims.append(
             _versus("ai", ours.few_shot, synthetic[-1], synthetic[0], f"{ours.shot_dataset} {ours.shots}-shot")
@@ -210,20 +217,6 @@ def _ablation_runs_claims(ours: _Runs, backbones: Backbones) -> list[Claim]:
     return claims
 
 
-def _loss_scaling(ours: _Runs, synthetic: list[str], random: list[str]) -> Claim:
-    """Claim r: the larger model's loss advantage is larger from the synthetic start than from random."""
-    if len(synthetic) < 2 or len(random) < 2:
-        return _absent("r")
-    names = {"syn_small": synthetic[0], "syn_large": synthetic[-1], "rand_small": random[0], "rand_large": random[-1]}
-    groups = {key: ours.loss(name) for key, name in names.items()}
-    measured = "final DP loss, smallest -> largest: " + "; ".join(
-        f"{line} {names[f'{tag}_small']} {_fmt(groups[f'{tag}_small'])} -> "
-        f"{names[f'{tag}_large']} {_fmt(groups[f'{tag}_large'])}"
-        for line, tag in (("synthetic", "syn"), ("random", "rand"))
-    )
-    return _claim("r", groups, measured, {"syn_small": 1, "syn_large": -1, "rand_small": -1, "rand_large": 1})
-
-
 def _syn_scaling(ours: _Runs, backbones: Backbones) -> Claim:
     """Claim ad: ViP's probe gains more from the largest over the smallest size than (Syn)-ViP's."""
     sized = {
@@ -262,18 +255,19 @@ def _dense_claim(ours: _Runs, syn: str, vip: str) -> Claim:
     return CATALOGUE.claim("y", "; ".join(measured), across(parts))
 
 
-def _scaling_gap(ours: _Runs, synthetic: list[str], random: list[str]) -> Claim:
+def _size_gap(key: str, measure, label: str, synthetic: list[str], random: list[str], contrast: dict) -> Claim:
+    """A claim on the smallest -> largest change along the synthetic-init and the random-init
+    lines (claim g on the probe, claim r on the final loss)."""
     if len(synthetic) < 2 or len(random) < 2:
-        return _absent("g")
+        return _absent(key)
     names = {"syn_small": synthetic[0], "syn_large": synthetic[-1], "rand_small": random[0], "rand_large": random[-1]}
-    groups = {key: ours.probe(name) for key, name in names.items()}
-    measured = "probe, smallest -> largest: " + "; ".join(
+    groups = {name: measure(run) for name, run in names.items()}
+    measured = f"{label}, smallest -> largest: " + "; ".join(
         f"{line} {names[f'{tag}_small']} {_fmt(groups[f'{tag}_small'])} -> "
         f"{names[f'{tag}_large']} {_fmt(groups[f'{tag}_large'])}"
         for line, tag in (("synthetic", "syn"), ("random", "rand"))
     )
-
-    return _claim("g", groups, measured, {"syn_large": 1, "syn_small": -1, "rand_large": -1, "rand_small": 1})
+    return _claim(key, groups, measured, contrast)
 
 
 def _ablation_claim(key: str, ablation: str, setting: str, main_value, backbones: Backbones, ours: _Runs) -> Claim:
