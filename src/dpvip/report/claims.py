@@ -182,7 +182,10 @@ TEST_NOTE = (
     "'inconclusive' with the number of runs (one accuracy run is given the run-to-run SD of our DP-RandP runs, "
     f"{REFERENCE_RUN_SD} points, for its interval). 'unstable': a decisive verdict that changes when one run "
     "is left out. 'uninformative': an arm sits within two standard errors of chance or of 100%. 'mixed': the "
-    "claim's settings point opposite ways. 'not tested': our runs cannot speak to the claim (the reason is given)."
+    "claim's settings point opposite ways. 'not tested': our runs cannot speak to the claim (the reason is given). "
+    "A claim of several contrasts (one arm beats each of the others) is held when every contrast's interval "
+    "lies above 0, and shows the one reaching lowest; it is not held only when one contrast's interval, "
+    "Bonferroni-corrected over the contrasts (97.5% for two), lies below 0."
 )
 POWER_NOTE = (
     f"Power: the minimum detectable effect is the smallest effect found with {POWER:.0%} power at a two-sided "
