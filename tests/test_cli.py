@@ -211,3 +211,16 @@ def test_every_option_has_help_and_every_command_group_ends_with_an_example():
         help_text = commands.choices[name].format_help().rstrip()
         last = help_text.splitlines()[-1].strip()
         assert help_text.splitlines()[-2] == "example:" and last.startswith(f"dpvip {name} "), (name, help_text)
+
+
+def test_version_is_the_packages(root, capsys):
+    """`dpvip --version` prints the installed package's version, pyproject.toml's."""
+    import tomllib
+
+    from dpvip.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    expected = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    assert capsys.readouterr().out.strip() == f"dpvip {expected}"

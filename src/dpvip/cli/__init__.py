@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import metadata
 
 from dpvip.cli import bench, budget, bundle, data, dprandp, evaluate, pretrain, privacy, synthetic
 from dpvip.cli._common import EXIT_BAD_INPUT, OneLineParser
@@ -17,8 +18,17 @@ from dpvip.errors import DpvipInputError
 GROUPS = (privacy, bundle, synthetic, pretrain, evaluate, bench, budget, data, dprandp)  # in `dpvip --help` order
 
 
+def version() -> str:
+    """dpvip's version, from the installed package's metadata (pyproject.toml's `version`)."""
+    try:
+        return metadata.version("dpvip")
+    except metadata.PackageNotFoundError:  # imported from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="dpvip", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"dpvip {version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for group in GROUPS:
         group.add_commands(commands)

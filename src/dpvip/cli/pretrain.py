@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dpvip.cli._common import command_group, positive_int, relaunched
 from dpvip.errors import DpvipInputError
+from dpvip.plan.pretrain import WORKFLOW_KEYS
 
 
 def _read_settings(path: str, settings_class, size: str):
@@ -63,7 +64,7 @@ def _training_arguments(parser, settings_keys: str) -> None:
     parser.add_argument(
         "--settings",
         required=True,
-        help=f"YAML/JSON of training settings (keys of {settings_keys} in config/schema.yaml)",
+        help=f"YAML/JSON of training settings: {settings_keys} (see config/README.md)",
     )
     parser.add_argument("--size", required=True, help=f"MAE size ({', '.join(MAE_SIZES)}) or <size>_dec<depth>")
     parser.add_argument("--data", required=True, help="index.json of the training shards")
@@ -78,14 +79,16 @@ def add_commands(commands) -> None:
         commands,
         "pretrain",
         "MAE pre-training, non-private and DP",
-        "dpvip pretrain mae --settings syn_vip.yaml --size micro --data shaders/index.json --out syn_vip",
+        "dpvip pretrain mae --settings examples/syn_vip_micro.yaml --size micro --data shaders/index.json --out run",
     )
     mae = pretrain_commands.add_parser(
         "mae",
         help="masked-autoencoder pre-training on webdataset shards ((Syn)-ViP)",
         description="Resumes from OUT/work/state.pt if present; writes OUT/model.pt and OUT/metrics.jsonl.",
     )
-    _training_arguments(mae, "pretrain.syn_vip")
+    _training_arguments(
+        mae, f"the keys of pretrain.syn_vip but its workflow keys ({', '.join(WORKFLOW_KEYS)}), which are refused"
+    )
     mae.set_defaults(handler=cmd_pretrain_mae)
     dp_mae = pretrain_commands.add_parser(
         "dp-mae",
@@ -93,7 +96,7 @@ def add_commands(commands) -> None:
         description="Calibrates sigma for (epsilon, delta, q, T), then trains; resumes from OUT/work/state.pt "
         "(refusing another q, sigma or C); writes OUT/model.pt (with the privacy ledger) and OUT/metrics.jsonl.",
     )
-    _training_arguments(dp_mae, "dp_pretrain.settings")
+    _training_arguments(dp_mae, "the keys of dp_pretrain.settings")
     dp_mae.add_argument(
         "--init", help="MAE checkpoint to start from (a (Syn)-ViP model.pt); default: random initialisation"
     )
