@@ -57,8 +57,8 @@ $(CHECK_STAMP): Makefile
 
 # Lint (ruff, snakemake), format (ruff, snakefmt), import contracts (import-linter) and dry runs of the embedded and the paper config (the Slurm profile's).
 check: $(CHECK_STAMP)
-	$(CHECK_BIN)/ruff check src tests workflow_scripts
-	$(CHECK_BIN)/ruff format --check src tests workflow_scripts
+	$(CHECK_BIN)/ruff check src tests workflow_scripts examples
+	$(CHECK_BIN)/ruff format --check src tests workflow_scripts examples
 	PYTHONPATH=src $(CHECK_BIN)/lint-imports --no-cache
 	$(CHECK_BIN)/snakefmt --check Snakefile rules
 	$(CHECK_BIN)/snakemake --lint --quiet

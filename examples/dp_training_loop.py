@@ -41,11 +41,12 @@ def train(n: int = 2000, steps: int = 60, epsilon: float = 4.0) -> tuple[float, 
         batch = torch.as_tensor(dp_step.batch(step))  # this step's Poisson batch
         # micro-batches: callables returning one loss per example
         dp_step(step, [lambda: F.cross_entropy(model(x_train[batch]), y_train[batch], reduction="none")])
+    spent = dp_step.ledger.epsilon_spent()  # <= epsilon
     # ---------------------------------------------------------------------------------------
 
     with torch.no_grad():
         accuracy = float((model(x_test).argmax(1) == y_test).float().mean())
-    return accuracy, dp_step.ledger.epsilon_spent()
+    return accuracy, spent
 
 
 if __name__ == "__main__":
