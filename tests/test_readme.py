@@ -215,3 +215,19 @@ def test_the_site_profile_keeps_the_slurm_profiles_resources(tmp_path):
     )
     assert resources["slurm_partition"] == "gpu" and resources["slurm_account"] == "myproj"
     assert (resources["runtime"], resources["mem_mb"], resources["cpus_per_task"]) == ("60", "8000", "2")
+
+
+def test_the_own_data_overlay_shown_is_the_example_file_and_validates():
+    """The README's YAML block is examples/own_data.yaml, which the schema takes over the
+    embedded default."""
+    import yaml
+    from snakemake.utils import update_config
+
+    from dpvip.config import validate_config
+
+    blocks = re.findall(r"^```yaml\n(.*?)^```", README.read_text(), re.S | re.M)
+    example = yaml.safe_load((ROOT / "examples" / "own_data.yaml").read_text())
+    assert len(blocks) == 1 and yaml.safe_load(blocks[0]) == example
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    update_config(config, example)
+    validate_config(config)
