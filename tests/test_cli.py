@@ -240,3 +240,19 @@ def test_every_option_has_help_and_every_command_group_ends_with_an_example():
         help_text = commands.choices[name].format_help().rstrip()
         last = help_text.splitlines()[-1].strip()
         assert help_text.splitlines()[-2] == "example:" and last.startswith(f"dpvip {name} "), (name, help_text)
+
+
+def test_a_bad_input_whose_message_spans_lines_is_printed_on_one_line(monkeypatch, capsys):
+    from dpvip import cli
+    from dpvip.errors import DpvipInputError
+
+    def refuse(args):
+        raise DpvipInputError("shard x.tar cannot be read: opened:\n- method gz: bad\n- method tar: bad")
+
+    monkeypatch.setattr(cli.privacy, "cmd_sigma", refuse)
+    args = ["privacy", "sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "1", "--delta", "1e-5"]
+    assert cli.main(args) == 2
+    assert (
+        capsys.readouterr().err
+        == "dpvip: error: shard x.tar cannot be read: opened: - method gz: bad; - method tar: bad\n"
+    )
