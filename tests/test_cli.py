@@ -115,6 +115,34 @@ def test_composed_full_batch_mechanisms():
             ["sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "0", "--delta", "1e-5"],
             "argument --epsilon: must be positive (got 0)",
         ),
+        (  # not "cannot be reached by any noise multiplier": refused as the value it is
+            ["sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "inf", "--delta", "1e-5"],
+            "dpvip privacy sigma: error: argument --epsilon: must be a finite number (got inf)",
+        ),
+        (
+            ["sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "nan", "--delta", "1e-5"],
+            "dpvip privacy sigma: error: argument --epsilon: must be a finite number (got nan)",
+        ),
+        (
+            ["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "inf", "--steps", "10", "--delta", "1e-5"],
+            "dpvip privacy epsilon: error: argument --noise-multiplier: must be a finite number (got inf)",
+        ),
+        (
+            ["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "1", "--steps", "0", "--delta", "1e-5"],
+            "dpvip privacy epsilon: error: argument --steps: must be a positive integer (got 0)",
+        ),
+        (
+            ["epsilon", "--sample-rate", "nan", "--noise-multiplier", "1", "--steps", "10", "--delta", "1e-5"],
+            "dpvip privacy epsilon: error: argument --sample-rate: must be in (0, 1] (got nan)",
+        ),
+        (
+            ["audit-empirical", "--mechanism", "dp_mae", "--clip-norm", "-1"],
+            "dpvip privacy audit-empirical: error: argument --clip-norm: must be positive (got -1)",
+        ),
+        (
+            ["audit-empirical", "--mechanism", "dp_mae", "--canary-norm", "inf"],
+            "dpvip: error: canary norm inf must be finite and at least 1 (in units of the clip norm)",
+        ),
         (
             ["sigma", "--sample-rate", "0", "--steps", "10", "--epsilon", "1", "--delta", "1e-5"],
             "argument --sample-rate: must be in (0, 1] (got 0)",
@@ -147,6 +175,7 @@ def test_bad_input_exits_2_with_one_line(args, message):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
     assert done.stdout == ""
 
 
@@ -224,3 +253,19 @@ def test_version_is_the_packages(root, capsys):
     assert done.value.code == 0
     expected = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
     assert capsys.readouterr().out.strip() == f"dpvip {expected}"
+
+
+def test_a_bad_input_whose_message_spans_lines_is_printed_on_one_line(monkeypatch, capsys):
+    from dpvip import cli
+    from dpvip.errors import DpvipInputError
+
+    def refuse(args):
+        raise DpvipInputError("shard x.tar cannot be read: opened:\n- method gz: bad\n- method tar: bad")
+
+    monkeypatch.setattr(cli.privacy, "cmd_sigma", refuse)
+    args = ["privacy", "sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "1", "--delta", "1e-5"]
+    assert cli.main(args) == 2
+    assert (
+        capsys.readouterr().err
+        == "dpvip: error: shard x.tar cannot be read: opened: - method gz: bad; - method tar: bad\n"
+    )

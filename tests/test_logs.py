@@ -76,6 +76,19 @@ def test_a_bad_input_fails_the_job_in_one_line_without_a_traceback(tmp_path):
     assert "Traceback" not in log and f"job failed: shard {shard} cannot be read" in log
 
 
+def test_a_bad_input_whose_message_spans_lines_is_still_one_line(tmp_path):
+    """image_shards' corrupt shard gave tarfile's whole multi-line reason: one line whatever raises."""
+    done = run_job(
+        tmp_path,
+        "from dpvip.errors import DpvipInputError\n"
+        "raise DpvipInputError('shard x.tar cannot be read: opened:\\n- method gz: bad\\n- method tar: bad\\nend')",
+    )
+    assert done.returncode == 2
+    one = "shard x.tar cannot be read: opened: - method gz: bad; - method tar: bad; end"
+    assert done.stderr.strip().splitlines() == [f"error: {one}"]
+    assert f"job failed: {one}\n" in (tmp_path / "job.log").read_text()
+
+
 def test_a_stopped_job_keeps_its_exit_status(tmp_path):
     done = run_job(tmp_path, "raise SystemExit('stopped by SIGTERM at step 3 of 8')")
     assert done.returncode == 1

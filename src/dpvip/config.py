@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from dpvip.errors import DpvipInputError
+from dpvip.errors import DpvipInputError, first_line
 
 
 def _with_defaults(validator_class):
@@ -65,6 +65,18 @@ def validate_config(config: dict, schema_path: str | Path | None = None) -> dict
     return config
 
 
+def yaml_reason(err: yaml.YAMLError) -> str:
+    """What PyYAML found wrong and where, on one line ("while parsing a flow sequence, expected
+    ',' or ']', but got '<stream end>' (line 3, column 1)"); its first line alone is only the context."""
+    problem = getattr(err, "problem", None)
+    if not problem:
+        return first_line(err)
+    context = getattr(err, "context", None)
+    mark = getattr(err, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{context + ', ' if context else ''}{problem}{where}"
+
+
 def read_config_file(path: str | Path) -> dict:
     """A YAML config file as a mapping, or one line saying why it is not one."""
     from dpvip.files import read_text
@@ -72,7 +84,7 @@ def read_config_file(path: str | Path) -> dict:
     try:
         values = yaml.safe_load(read_text(path, "config file")) or {}
     except yaml.YAMLError as err:
-        raise DpvipInputError(f"config file {path} is not YAML: {str(err).splitlines()[0]}") from None
+        raise DpvipInputError(f"config file {path} is not YAML: {yaml_reason(err)}") from None
     if not isinstance(values, dict):
         raise DpvipInputError(f"config file {path} holds a {type(values).__name__}, not a mapping of config keys")
     return values

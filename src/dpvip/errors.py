@@ -16,3 +16,16 @@ def first_line(err: BaseException) -> str:
     if lines[0].endswith(":") and len(lines) > 1:
         return f"{lines[0]} {'; '.join(lines[1:])}"
     return lines[0]
+
+
+def one_line(err: BaseException) -> str:
+    """The whole message of `err` on one line, as the command line and a failing job print a
+    bad input: a colon-ended line runs on into the lines it introduces (as first_line), the
+    other lines are joined by '; '."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    text = lines[0]
+    for previous, line in zip(lines, lines[1:]):
+        text += f" {line}" if previous.endswith(":") else f"; {line}"
+    return text

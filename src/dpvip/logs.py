@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from dpvip.errors import DpvipInputError
+from dpvip.errors import DpvipInputError, one_line
 
 # The line `dpvip bench workflow` reads to tell a job's start-up (interpreter, imports,
 # unpickling Snakemake's job object) from its work.
@@ -50,7 +50,7 @@ def logging_to(path: str | Path) -> Iterator[None]:
         try:
             yield
         except DpvipInputError as err:  # the user's input to fix, not a bug: one line, no traceback
-            logging.error("job failed: %s", err)
+            logging.error("job failed: %s", one_line(err))
             raise
         except BaseException:
             logging.exception("job failed")
@@ -143,6 +143,6 @@ def workflow_job(log: str | Path) -> Iterator[None]:
     except DpvipInputError as err:
         # Snakemake shows the job's stderr: a bad input (a corrupt shard, a missing folder)
         # is one line there and in the log, not a traceback through the library.
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(err)}", file=sys.stderr)
         sys.exit(2)
     exit_now()

@@ -73,3 +73,17 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert message.format(tmp=tmp_path) in done.stderr
+
+
+def test_a_corrupt_shard_is_one_error_line_naming_it_with_the_whole_reason(tmp_path):
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    (folder / "00000.tar").write_bytes(b"not a tar archive" * 100)
+    done = run_dpvip("data", "index", str(folder))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error" in line]  # beside the progress bar
+    assert errors == [
+        f"dpvip: error: shard {folder / '00000.tar'} cannot be read as a tar file: file could not be opened "
+        "successfully: - method gz: ReadError('not a gzip file'); - method bz2: ReadError('not a bzip2 file'); "
+        "- method xz: ReadError('not an lzma file'); - method tar: ReadError('invalid header')"
+    ]

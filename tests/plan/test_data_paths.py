@@ -35,3 +35,39 @@ def test_only_missing_paths_are_reported_relative_to_the_working_directory(tmp_p
         "config key 'synthetic.datasets.own.path': own_images does not exist (the jobs that read it will fail)",
         "config key 'dp_transfer.backbones.mine.path': mine.pt does not exist (the jobs that read it will fail)",
     ]
+
+
+def test_every_data_key_is_named_when_its_path_is_missing(tmp_path):
+    """Each kind of user data the issue lists: LAION's URL list (and shards), evaluate.datasets,
+    the COCO and ADE20K roots, DP-RandP task data, dp_transfer.datasets, baseline checkpoints."""
+    config = merged_config("config.yaml")
+    config["data"]["laion"] |= {"source": "img2dataset", "url_list": "urls.parquet"}
+    config["evaluate"]["datasets"]["ImageNet-1K"] = {
+        "source": "shards",
+        "train": "in/train.json",
+        "test": "in/test.json",
+    }
+    config["evaluate"]["coco"] |= {"source": "coco", "root": "coco"}
+    config["evaluate"]["ade20k"] |= {"source": "ade20k", "root": "ade"}
+    config["evaluate"]["few_shot"]["baselines"]["SimCLR"]["checkpoint"] = "simclr.pt"
+    config["dprandp"]["private"]["tasks"]["CIFAR-10"]["data"] = {"source": "cifar10", "root": "cifar10"}
+    config["dp_transfer"]["datasets"]["digits"] = {"source": "image_folder", "train": "tr", "test": "te"}
+    missing = "does not exist (the jobs that read it will fail)"
+    assert missing_data_paths(config, tmp_path) == [
+        f"config key 'data.laion.url_list': urls.parquet {missing}",
+        f"config key 'evaluate.datasets.ImageNet-1K.train': in/train.json {missing}",
+        f"config key 'evaluate.datasets.ImageNet-1K.test': in/test.json {missing}",
+        f"config key 'evaluate.coco.root': coco {missing}",
+        f"config key 'evaluate.ade20k.root': ade {missing}",
+        f"config key 'evaluate.few_shot.baselines.SimCLR.checkpoint': simclr.pt {missing}",
+        f"config key 'dprandp.private.tasks.CIFAR-10.data.root': cifar10 {missing}",
+        f"config key 'dp_transfer.datasets.digits.train': tr {missing}",
+        f"config key 'dp_transfer.datasets.digits.test': te {missing}",
+    ]
+    config["data"]["laion"] |= {"source": "shards", "shards": "laion"}
+    assert missing_data_paths(config, tmp_path)[0] == f"config key 'data.laion.shards': laion {missing}"
+    for path in ("laion", "in", "coco", "ade", "cifar10", "tr", "te"):
+        (tmp_path / path).mkdir()
+    for path in ("in/train.json", "in/test.json", "simclr.pt"):
+        (tmp_path / path).write_text("")
+    assert missing_data_paths(config, tmp_path) == []

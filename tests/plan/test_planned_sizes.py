@@ -44,22 +44,43 @@ def dprandp_settings(config):
     return [private_settings(plan, run) for run in all_runs(plan)]
 
 
-def test_dprandp_batch_above_n_and_large_delta_stop_the_plan_naming_the_task():
+def refused(call) -> str:
+    """The one-line message `call` is refused with."""
+    with pytest.raises(DpvipInputError) as caught:
+        call()
+    message = str(caught.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+def test_dprandp_batch_above_n_and_large_delta_stop_the_plan_naming_the_key_value_and_n():
     config = copy.deepcopy(EMBEDDED)
     assert dprandp_settings(config)  # the embedded default plans
     config["dprandp"]["private"]["tasks"]["CIFAR-10"]["batch_size"] = 1294
-    with pytest.raises(
-        DpvipInputError,
-        match=r"^dprandp.private.tasks.CIFAR-10 \(epsilon .*\): batch_size 1294 exceeds the 1293 training",
-    ):
-        dprandp_settings(config)
+    assert refused(lambda: dprandp_settings(config)) == (
+        "dprandp.private.tasks.CIFAR-10.batch_size 1294 exceeds n = 1293 training examples "
+        "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)"
+    )
     config["dprandp"]["private"]["tasks"]["CIFAR-10"] |= {"batch_size": 1293, "delta": 1 / 1293}
-    with pytest.raises(
-        DpvipInputError, match=r"^dprandp.private.tasks.CIFAR-10 \(epsilon 1\): delta .* is at least 1/n"
-    ):
-        dprandp_settings(config)
+    assert refused(lambda: dprandp_settings(config)) == (
+        f"dprandp.private.tasks.CIFAR-10.delta {1 / 1293:g} is not below 1/n for n = 1293 training examples "
+        "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction); "
+        "lower it, or set privacy.allow_large_delta: true"
+    )
     config["privacy"]["allow_large_delta"] = True
     assert dprandp_settings(config)
+
+
+def test_dprandp_on_cifar_is_checked_against_its_50000_training_images():
+    config = copy.deepcopy(EMBEDDED)
+    config["dprandp"]["private"]["tasks"]["CIFAR-10"] |= {
+        "data": {"source": "cifar10", "root": "/nowhere"},
+        "batch_size": 50_001,
+    }
+    assert refused(lambda: dprandp_settings(config)) == (
+        "dprandp.private.tasks.CIFAR-10.batch_size 50001 exceeds n = 50000 training examples "
+        "(the cifar10 train split of dprandp.private.tasks.CIFAR-10.data)"
+    )
 
 
 def evaluation_plan(config):
@@ -74,28 +95,58 @@ def test_dp_finetune_batch_and_delta_are_checked_against_the_digits_train_split(
     config = copy.deepcopy(EMBEDDED)
     evaluation_plan(config)
     config["evaluate"]["dp_finetune"]["batch_size"] = 1438
-    with pytest.raises(DpvipInputError, match="^evaluate.dp_finetune on ImageNet-1K: batch_size 1438 exceeds the 1437"):
-        evaluation_plan(config)
+    assert refused(lambda: evaluation_plan(config)) == (
+        "evaluate.dp_finetune.batch_size 1438 exceeds n = 1437 training examples "
+        "(the digits train split of evaluate.datasets.ImageNet-1K)"
+    )
     config["evaluate"]["dp_finetune"] |= {"batch_size": 1437, "delta": 1e-3}
-    with pytest.raises(DpvipInputError, match="delta 0.001 is at least 1/n for this run's n = 1437"):
-        evaluation_plan(config)
+    assert refused(lambda: evaluation_plan(config)) == (
+        "evaluate.dp_finetune.delta 0.001 is not below 1/n for n = 1437 training examples "
+        "(the digits train split of evaluate.datasets.ImageNet-1K); lower it, or set privacy.allow_large_delta: true"
+    )
 
 
-def test_mehta_heads_and_probes_check_delta_against_n():
+def transfer_plan(config):
+    return TransferPlan(config["dp_transfer"], config["privacy"])
+
+
+def test_mehta_heads_check_delta_against_the_training_split_less_the_held_out_share():
     config = copy.deepcopy(EMBEDDED)
-    TransferPlan(config["dp_transfer"], config["privacy"])
-    mehta = copy.deepcopy(config)
-    mehta["dp_transfer"]["mehta"]["delta"] = 1e-3
-    with pytest.raises(
-        DpvipInputError, match=r"^dp_transfer mehta_table1 run .* on digits: delta 0.001 is at least 1/n"
-    ):
-        TransferPlan(mehta["dp_transfer"], mehta["privacy"])
-    probe = copy.deepcopy(config)
-    probe["dp_transfer"]["dprandp_probe"]["cifar"]["delta"] = 0.01
-    with pytest.raises(DpvipInputError, match=r"^dp_transfer dprandp_probe_cifar run .*: delta 0.01 is at least 1/n"):
-        TransferPlan(probe["dp_transfer"], probe["privacy"])
-    probe["privacy"]["allow_large_delta"] = True
-    TransferPlan(probe["dp_transfer"], probe["privacy"])
+    transfer_plan(config)
+    assert config["dp_transfer"]["mehta"]["selection"] == {"mode": "validation", "fraction": 0.1, "seed": 0}
+    config["dp_transfer"]["mehta"]["delta"] = 1e-3
+    assert refused(lambda: transfer_plan(config)) == (
+        "dp_transfer.mehta.delta 0.001 is not below 1/n for n = 1293 training examples "
+        "(the digits train split of dp_transfer.datasets.digits less the 144 dp_transfer.mehta.selection holds out; "
+        "study mehta_table1); lower it, or set privacy.allow_large_delta: true"
+    )
+    # 1/1437 < 0.00075 < 1/1293: below 1/n of the 1293 heads train on, not of the whole split
+    config["dp_transfer"]["mehta"]["delta"] = 7.5e-4
+    transfer_plan(config)
+    config["dp_transfer"]["mehta"]["selection"] = {"mode": "test"}  # the whole split trains
+    assert refused(lambda: transfer_plan(config)).startswith(
+        "dp_transfer.mehta.delta 0.00075 is not below 1/n for n = 1437 training examples "
+        "(the digits train split of dp_transfer.datasets.digits; study mehta_table1)"
+    )
+    config["dp_transfer"]["mehta"]["delta"] = 1e-5
+    config["dp_transfer"]["mehta"]["figure1b"]["deltas"] = [1e-5, 0.01]
+    assert refused(lambda: transfer_plan(config)) == (
+        "dp_transfer.mehta.figure1b.deltas 0.01 is not below 1/n for n = 1437 training examples "
+        "(the digits train split of dp_transfer.datasets.digits; study mehta_figure1b); "
+        "lower it, or set privacy.allow_large_delta: true"
+    )
+
+
+def test_private_probes_check_delta_against_n():
+    config = copy.deepcopy(EMBEDDED)
+    config["dp_transfer"]["dprandp_probe"]["cifar"]["delta"] = 0.01
+    assert refused(lambda: transfer_plan(config)) == (
+        "dp_transfer.dprandp_probe.cifar.delta 0.01 is not below 1/n for n = 1437 training examples "
+        "(the digits train split of dp_transfer.datasets.digits; study dprandp_probe_cifar); "
+        "lower it, or set privacy.allow_large_delta: true"
+    )
+    config["privacy"]["allow_large_delta"] = True
+    transfer_plan(config)
 
 
 def test_paper_sets_read_from_folders_are_left_to_their_jobs():

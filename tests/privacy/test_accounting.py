@@ -100,8 +100,10 @@ def test_tighter_accounting_needs_less_noise():
         (lambda: Mechanism(0.1, 1.0, 0), "steps 0 must be a positive integer"),
         (lambda: epsilon([Mechanism(0.1, 1.0, 10)], 1.0, "rdp"), "delta 1.0 is outside (0, 1)"),
         (lambda: epsilon([Mechanism(0.1, 1.0, 10)], 1e-5, "gdp"), "accountant 'gdp' is not one of"),
-        (lambda: noise_multiplier(0.1, 10, 0.0, 1e-5, "rdp"), "epsilon 0.0 at delta 1e-05 cannot be reached"),
-        (lambda: noise_multiplier(0.1, 10, math.inf, 1e-5, "pld"), "cannot be reached"),
+        (lambda: noise_multiplier(0.1, 10, 0.0, 1e-5, "rdp"), "target epsilon 0.0 must be a positive finite number"),
+        (lambda: noise_multiplier(0.1, 10, -1.0, 1e-5, "rdp"), "target epsilon -1.0 must be a positive finite number"),
+        (lambda: noise_multiplier(0.1, 10, math.inf, 1e-5, "pld"), "target epsilon inf must be a positive finite"),
+        (lambda: noise_multiplier(0.1, 10, math.nan, 1e-5, "pld"), "target epsilon nan must be a positive finite"),
     ],
 )
 def test_bad_input_is_named(call, message):

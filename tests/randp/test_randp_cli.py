@@ -43,3 +43,42 @@ def test_config_is_layered_over_the_embedded_default_as_configfile_does(tmp_path
         2,
         f"dpvip: error: config file {listing} holds a list, not a mapping of config keys",
     )
+
+
+def test_a_bad_config_file_is_one_line_naming_the_file_and_what_is_wrong(tmp_path):
+    files = {
+        "syntax.yaml": (
+            "dprandp:\n  private: [1\n",
+            " is not YAML: while parsing a flow sequence, expected ',' or ']', "
+            "but got '<stream end>' (line 3, column 1)",
+        ),
+        "schema.yaml": (
+            "dprandp:\n  private:\n    seeds: -1\n",
+            ": config key 'dprandp.private.seeds': -1 is not of type 'array'",
+        ),
+        # the workflow's plan-time check, before any job: batch <= n of the digits stand-in
+        "batch.yaml": (
+            "dprandp:\n  private:\n    tasks: {CIFAR-10: {batch_size: 5000}}\n",
+            ": dprandp.private.tasks.CIFAR-10.batch_size 5000 exceeds n = 1293 training examples "
+            "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)",
+        ),
+        "delta.yaml": (
+            "dprandp:\n  private:\n    tasks: {CIFAR-10: {delta: 0.01}}\n",
+            ": dprandp.private.tasks.CIFAR-10.delta 0.01 is not below 1/n for n = 1293 training examples "
+            "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction); "
+            "lower it, or set privacy.allow_large_delta: true",
+        ),
+    }
+    for name, (text, reason) in files.items():
+        path = tmp_path / name
+        path.write_text(text)
+        done = run_dpvip("dprandp", "plan", "--config", str(path))
+        assert (done.returncode, done.stderr.strip()) == (2, f"dpvip: error: config file {path}{reason}"), done.stderr
+        assert done.stdout == ""
+    not_utf8 = tmp_path / "latin1.yaml"
+    not_utf8.write_bytes(b"\xff\xfe")
+    done = run_dpvip("dprandp", "phase1", "--config", str(not_utf8), "--name", "x", "--data", "x", "--out", "x")
+    assert (done.returncode, done.stderr.strip()) == (
+        2,
+        f"dpvip: error: config file {not_utf8} is not UTF-8 text (byte 0: invalid start byte)",
+    )

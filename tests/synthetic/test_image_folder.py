@@ -89,6 +89,19 @@ def test_existing_shards_are_read_in_shard_then_tar_order(tmp_path):
         spec_of(folder, 7, family="image_shards").generator()
 
 
+def test_a_corrupt_shard_among_existing_shards_is_named_with_the_whole_reason(tmp_path):
+    folder = tmp_path / "released"
+    folder.mkdir()
+    (folder / "part-0.tar").write_bytes(b"not a tar archive" * 100)
+    with pytest.raises(DpvipInputError) as caught:
+        spec_of(folder, 6, family="image_shards").generator()
+    assert str(caught.value) == (
+        f"synthetic dataset 'mine': shard {folder / 'part-0.tar'} cannot be read as a tar file: file could not be "
+        "opened successfully: - method gz: ReadError('not a gzip file'); - method bz2: ReadError('not a bzip2 file'); "
+        "- method xz: ReadError('not an lzma file'); - method tar: ReadError('invalid header')"
+    )
+
+
 def test_a_count_that_is_not_the_folders_and_a_missing_folder_are_one_line_errors(tmp_path):
     folder = image_folder(tmp_path / "images", 4)
     with pytest.raises(

@@ -222,10 +222,23 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
         ),
         (  # batch <= n and delta < 1/n where the config fixes n (dpvip.plan.examples)
             "dprandp: {private: {tasks: {CIFAR-10: {batch_size: 2000}}}}",
-            "dprandp.private.tasks.CIFAR-10 (epsilon 1): batch_size 2000 exceeds the 1293 training examples",
+            "dprandp.private.tasks.CIFAR-10.batch_size 2000 exceeds n = 1293 training examples "
+            "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)",
         ),
-        ("evaluate: {dp_finetune: {batch_size: 5000}}", "evaluate.dp_finetune on ImageNet-1K: batch_size 5000 exceeds"),
-        ("dp_transfer: {mehta: {delta: 0.001}}", "on digits: delta 0.001 is at least 1/n for this run's n = 1437"),
+        (
+            "evaluate: {dp_finetune: {batch_size: 5000}}",
+            "evaluate.dp_finetune.batch_size 5000 exceeds n = 1437 training examples "
+            "(the digits train split of evaluate.datasets.ImageNet-1K)",
+        ),
+        (
+            "dp_transfer: {mehta: {delta: 0.001}}",
+            "dp_transfer.mehta.delta 0.001 is not below 1/n for n = 1293 training examples (the digits train split "
+            "of dp_transfer.datasets.digits less the 144 dp_transfer.mehta.selection holds out; study mehta_table1)",
+        ),
+        (
+            "dp_transfer: {dprandp_probe: {cifar: {delta: 0.01}}}",
+            "dp_transfer.dprandp_probe.cifar.delta 0.01 is not below 1/n for n = 1437 training examples",
+        ),
     ],
 )
 def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path, bad_config, message):
@@ -233,7 +246,7 @@ def test_invalid_training_config_stops_before_any_job_naming_the_value(tmp_path,
     bad.write_text(bad_config + "\n")
     done = run_snakemake(tmp_path, "-n", "--configfile", str(bad))
     assert done.returncode != 0
-    assert message in done.output and "Job stats" not in done.output
+    assert message in done.output and "Job stats" not in done.output and "Traceback" not in done.output
 
 
 VIP_TABLE_EVALUATIONS = {  # what each ViP table evaluates in the embedded default

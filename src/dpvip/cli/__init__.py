@@ -13,7 +13,7 @@ from importlib import metadata
 
 from dpvip.cli import bench, budget, bundle, data, dprandp, evaluate, pretrain, privacy, synthetic
 from dpvip.cli._common import EXIT_BAD_INPUT, OneLineParser
-from dpvip.errors import DpvipInputError
+from dpvip.errors import DpvipInputError, one_line
 
 GROUPS = (privacy, bundle, synthetic, pretrain, evaluate, bench, budget, data, dprandp)  # in `dpvip --help` order
 
@@ -41,5 +41,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except DpvipInputError as err:
-        print(f"dpvip: error: {err}", file=sys.stderr)
+        print(f"dpvip: error: {one_line(err)}", file=sys.stderr)
         return EXIT_BAD_INPUT

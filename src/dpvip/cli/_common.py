@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -38,8 +39,10 @@ def positive_int(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
-    """A value that must be above 0 (an epsilon, a noise multiplier, a clipping norm)."""
+    """A finite value that must be above 0 (an epsilon, a noise multiplier, a clipping norm)."""
     value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number (got {text})")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be positive (got {text})")
     return value

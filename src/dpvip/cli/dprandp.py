@@ -8,12 +8,26 @@ from dpvip.cli._common import command_group
 
 
 def _plan(path: str | None):
+    """The DP-RandP plan of `path` layered over the embedded default, with the checks the
+    workflow makes when planning (every private run's settings: batch <= n, delta < 1/n)."""
     from dpvip.config import layered_config, read_config_file
+    from dpvip.errors import DpvipInputError
+    from dpvip.plan.dprandp_private import private_settings
+    from dpvip.plan.dprandp_rows import all_runs
     from dpvip.plan.dprandp_runs import DPRandPPlan
 
     # As `snakemake --configfile FILE`: the file over the embedded default, defaults filled.
-    config = layered_config(read_config_file(path) if path else {})
-    return DPRandPPlan(config["dprandp"], config["synthetic"]["datasets"], config.get("privacy"))
+    overlay = read_config_file(path) if path else {}
+    try:
+        config = layered_config(overlay)
+        plan = DPRandPPlan(config["dprandp"], config["synthetic"]["datasets"], config.get("privacy"))
+        for run in all_runs(plan):
+            private_settings(plan, run)
+    except DpvipInputError as err:
+        if path is None:
+            raise
+        raise DpvipInputError(f"config file {path}: {err}") from None
+    return plan
 
 
 CONFIG_HELP = "a config file layered over the embedded config/config.yaml, as snakemake --configfile (default: none)"

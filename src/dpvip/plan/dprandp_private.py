@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import ACCOUNTANTS, check_randomness
-from dpvip.plan.examples import check_planned_run, planned_examples
+from dpvip.plan.examples import check_planned_run, examples_source, planned_examples
 from dpvip.plan.dprandp_runs import DPRandPPlan, PrivateRun, epsilon_label
 
 
@@ -115,11 +115,12 @@ def private_settings(plan: DPRandPPlan, run: PrivateRun) -> PrivateSettings:
     settings.check()
     examples = planned_examples(task.get("data"))
     if examples is not None:
+        key = f"dprandp.private.tasks.{run.task}"
         check_planned_run(
-            f"dprandp.private.tasks.{run.task} (epsilon {epsilon_label(run.epsilon)})",
+            examples_source(task["data"], f"{key}.data"),
             examples,
-            settings.delta if settings.private else None,
             settings.allow_large_delta,
-            settings.batch_size,
+            batch=(f"{key}.batch_size", settings.batch_size),
+            delta=(f"{key}.delta", settings.delta if settings.private else None),
         )
     return settings

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import check_delta
 
 DIGITS_IMAGES = 1797  # scikit-learn's load_digits
 # The train splits of sources whose size the source alone fixes (dpvip.randp.data reads all of it).
@@ -40,15 +39,29 @@ def planned_examples(spec: dict | None) -> int | None:
     return SOURCE_TRAIN_EXAMPLES.get(source)
 
 
+def examples_source(spec: dict, key: str) -> str:
+    """Where planned_examples' n comes from, for a message: "the digits train split of KEY"."""
+    held = " less its validation_fraction" if spec.get("source") == "digits" and spec.get("validation_fraction") else ""
+    return f"the {spec.get('source')} train split of {key}{held}"
+
+
 def check_planned_run(
-    where: str, examples: int, delta: float | None, allow_large_delta: bool, batch_size: float | None = None
+    where: str,
+    examples: int,
+    allow_large_delta: bool,
+    *,
+    batch: tuple[str, float] | None = None,
+    delta: tuple[str, float | None] | None = None,
 ) -> None:
-    """Refuse, naming the run (`where`), an expected batch larger than n or delta >= 1/n
-    (delta None: a run without noise, which has no delta)."""
-    try:
-        if batch_size is not None and batch_size > examples:
-            raise DpvipInputError(f"batch_size {batch_size:g} exceeds the {examples} training examples")
-        if delta is not None:
-            check_delta(delta, examples, allow_large_delta)
-    except DpvipInputError as err:
-        raise DpvipInputError(f"{where}: {err}") from None
+    """Refuse an expected batch larger than n, or delta >= 1/n, in one line naming the
+    config key, its value, n and where n comes from (`where`). `batch` and `delta` are
+    (config key, value); a delta of None is a run without noise, which has none."""
+    if batch is not None and batch[1] is not None and batch[1] > examples:
+        key, value = batch
+        raise DpvipInputError(f"{key} {value:g} exceeds n = {examples} training examples ({where})")
+    if delta is not None and delta[1] is not None and delta[1] * examples >= 1 and not allow_large_delta:
+        key, value = delta
+        raise DpvipInputError(
+            f"{key} {value:g} is not below 1/n for n = {examples} training examples ({where}); "
+            "lower it, or set privacy.allow_large_delta: true"
+        )

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 
 from dpvip.errors import DpvipInputError
-from dpvip.plan.examples import check_planned_run, planned_examples
+from dpvip.plan.examples import check_planned_run, examples_source, planned_examples
 from dpvip.privacy import run_options
 from dpvip.selection import TEST, Selection, held_out_count
 
@@ -184,28 +184,38 @@ class TransferPlan:
                 )
 
     def _check_sizes(self) -> None:
-        """batch <= n and delta < 1/n of every run on a dataset whose entry fixes n (the
-        embedded digits): caught by the dry run, not by the study job."""
+        """delta < 1/n of every private run on a dataset whose entry fixes n (the embedded
+        digits), n less the share dp_transfer.mehta.selection holds out: caught by the dry
+        run, not by the study job. (batch <= n always holds: a batch is a fraction <= 1 of n.)"""
         sizes = {name: planned_examples(spec) for name, spec in self.datasets.items()}
         if not any(sizes.values()):
             return
         allowed = self.run_options["allow_large_delta"]
         for study in STUDIES:
             for run in self.runs(study):
-                examples = sizes.get(run.features.dataset)
-                if examples is None:
+                dataset = run.features.dataset
+                examples = sizes.get(dataset)
+                if examples is None or run.settings.get("epsilon") is None:
                     continue
+                where = examples_source(self.datasets[dataset], f"dp_transfer.datasets.{dataset}")
                 if "validation" in run.settings:  # the held-out share trains nothing
-                    examples -= held_out_count(examples, run.settings["validation"]["fraction"])
-                private = run.settings.get("epsilon") is not None
-                fraction = run.settings.get("batch_fraction", 1.0)
+                    held = held_out_count(examples, run.settings["validation"]["fraction"])
+                    examples -= held
+                    where += f" less the {held} dp_transfer.mehta.selection holds out"
                 check_planned_run(
-                    f"dp_transfer {study} run '{run.row} / {run.column}' on {run.features.dataset}",
+                    f"{where}; study {study}",
                     examples,
-                    run.settings["delta"] if private else None,
                     allowed,
-                    fraction * examples,
+                    delta=(self._delta_key(study, run), run.settings["delta"]),
                 )
+
+    def _delta_key(self, study: str, run: Run) -> str:
+        """The config key a run's delta comes from."""
+        if study.startswith("dprandp_probe_"):
+            return f"dp_transfer.dprandp_probe.{study.removeprefix('dprandp_probe_')}.delta"
+        if study == "mehta_figure1b" and run.row.startswith("delta="):
+            return "dp_transfer.mehta.figure1b.deltas"
+        return "dp_transfer.mehta.delta"
 
     def selection_record(self, study: str) -> dict | None:
         """How `study`'s cells choose their learning rate and what the privacy guarantee then

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from dpvip.errors import DpvipInputError
 from dpvip.models import mae_size, mae_variant
 from dpvip.privacy import run_options
-from dpvip.plan.examples import check_planned_run, planned_examples
+from dpvip.plan.examples import check_planned_run, examples_source, planned_examples
 from dpvip.plan.vip_rows import PROBE_COLUMN, VIP_TABLES, Backbones, figure5_backbones, table_rows
 from dpvip.plan.vip_runs import REPEAT
 
@@ -88,12 +88,12 @@ class EvaluationPlan:
             return
         section = self.section["dp_finetune"]
         delta = section.get("delta")
-        check_planned_run(
-            f"evaluate.dp_finetune on {self.dp_dataset}",
+        check_planned_run(  # without a delta, the job's is 1/(2n)
+            examples_source(datasets[self.dp_dataset], f"evaluate.datasets.{self.dp_dataset}"),
             examples,
-            1 / (2 * examples) if delta is None else float(delta),  # the job's default delta: 1/(2n)
             run_options(self.privacy)["allow_large_delta"],
-            section.get("batch_size"),
+            batch=("evaluate.dp_finetune.batch_size", section.get("batch_size")),
+            delta=("evaluate.dp_finetune.delta", None if delta is None else float(delta)),
         )
 
     @property

@@ -273,7 +273,7 @@ def noise_multiplier(
     check_delta(delta)
     check_accountant(accountant)
     if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
-        raise _unreachable(target_epsilon, delta, accountant)
+        raise DpvipInputError(f"target epsilon {target_epsilon} must be a positive finite number")
     method = _method(accountant, sample_rate == 1.0)
     resolution = RESOLUTION.get(method, 0.0)
     if target_epsilon < 10 * resolution:

@@ -283,8 +283,10 @@ class AuditSettings:
             raise DpvipInputError(f"runs {self.runs} and {self.subsampled_runs} must be at least 1")
         if not 0 < self.confidence < 1:
             raise DpvipInputError(f"confidence {self.confidence} must be in (0, 1)")
-        if not self.canary_norm >= 1:
-            raise DpvipInputError(f"canary norm {self.canary_norm} must be at least 1 (in units of the clip norm)")
+        if not (self.canary_norm >= 1 and math.isfinite(self.canary_norm)):
+            raise DpvipInputError(
+                f"canary norm {self.canary_norm} must be finite and at least 1 (in units of the clip norm)"
+            )
 
     def runs_for(self, sample_rate: float) -> int:
         """Runs the tight audit pools for a mechanism sampling at `sample_rate`."""

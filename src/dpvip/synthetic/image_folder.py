@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from dpvip.errors import DpvipInputError
+from dpvip.errors import DpvipInputError, first_line
 from dpvip.synthetic.family import ImageFamily
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
@@ -93,7 +93,7 @@ def list_shard_images(folder: str | Path) -> list[tuple[Path, str, int, int]]:
                         seen.add(key)  # one image a sample
                         found.append((shard, member.name, member.offset_data, member.size))
         except tarfile.TarError as err:
-            raise DpvipInputError(f"shard {shard} cannot be read as a tar file: {err}") from None
+            raise DpvipInputError(f"shard {shard} cannot be read as a tar file: {first_line(err)}") from None
     return found
 
 
