@@ -272,8 +272,9 @@ def test_each_vip_table_alone_asks_only_for_its_own_evaluations(tmp_path, table)
     assert "bundle" not in counts and "figure_vip_evaluations" not in counts
 
 
-# the claims: Figure 2's 24 runs, Table 10's other two Phase I sets and Table 11's MoCo pair
-DPRANDP_TABLE_RUNS = {"dprandp_table6": (1, 6), "dprandp_table10": (3, 3), "dprandp_claims": (4, 28)}
+# Table 10 and the claims on 3 seeds (claim_seeds); the claims: Figure 2's 24 runs, Table 10's
+# other two Phase I sets and Table 11's MoCo pair (3 seeds each), and Tables 12 and 25's runs
+DPRANDP_TABLE_RUNS = {"dprandp_table6": (1, 6), "dprandp_table10": (3, 9), "dprandp_claims": (5, 40)}
 # {table: (feature caches, studies)}: one table alone computes only the features it reads
 TRANSFER_TABLE_JOBS = {"mehta_table1": (2, 1), "mehta_table5": (1, 1), "dprandp_table23": (1, 1)}
 
@@ -532,7 +533,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert [r["step"] for r in read_metrics(vip / "metrics.jsonl")][-1] == 16
     # A lost shard is regenerated alone, with the same bytes: the other shards are not touched
     # and the re-made index (which lists every shard's SHA-256) is identical. Snakemake reruns
-    # what reads the shards (here dead leaves' Phase I run and its one private run), but both
+    # what reads the shards (here dead leaves' Phase I run and its three private runs), but all
     # resume from their final states: no step is trained again and the results are identical.
     synthetic = tmp_path / "results/synthetic/dead_leaves"
     shard, index = synthetic / "shard-000001.tar", synthetic / "index.json"
@@ -548,7 +549,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         "synthetic_index": 1,
         "table_synthetic_datasets": 1,
         "dprandp_phase1": 1,
-        "dprandp_private": 1,
+        "dprandp_private": 3,  # Table 10's dead-leaves cell: 3 seeds (claim_seeds)
         "table_dprandp": 1,
         "table_dprandp_claims": 1,  # Table 10's runs are in the claims
         "table_dprandp_cost": 1,  # Table 8 times every Phase I run
