@@ -108,7 +108,7 @@ class Catalogue:
         return self.claims[key][3]
 
     def judged(self, key: str, groups: dict[str, Group], measured: str, contrasts=DIFFERENCE) -> Claim:
-        return self.claim(key, measured, judge(groups, contrasts, self.claims[key][3]))
+        return self.claim(key, measured, judge(groups, contrasts, self.effect(key)))
 
     def claim(self, key: str, measured: str, verdict: Verdict) -> Claim:
         return Claim(key, *self.claims[key], measured, verdict)

@@ -31,7 +31,6 @@ from dpvip.plan.dprandp_rows import (
     table12_models,
 )
 from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, epsilon_label
-from dpvip.report.chance import classes_of
 from dpvip.report.claims import (
     DIFFERENCE,
     POWER_NOTE,
@@ -42,7 +41,7 @@ from dpvip.report.claims import (
     claims_frame,
     ordered,
 )
-from dpvip.report.dprandp_tables import stand_in_notes
+from dpvip.report.dprandp_tables import run_chances, stand_in_notes
 from dpvip.report.verdicts import Group, across, judge
 
 TITLE = "DP-RandP claims: do the paper's qualitative findings hold on our runs?"
@@ -108,12 +107,9 @@ class _Series:
 
 
 def _chance(results: list[dict]) -> float | None:
-    for result in results:
-        data = result.get("data", {})
-        classes = classes_of(result.get("run", {}).get("task", MAIN_TASK), data.get("classes"), data.get("stand_in"))
-        if classes:
-            return 100.0 / classes
-    return None
+    """Chance accuracy (%) of the data the runs were tested on (`run_chances`, the tables' own)."""
+    found = run_chances(MAIN_TASK, "test", dict(enumerate(results)))
+    return next(iter(found)).level if found else None
 
 
 def _fmt(group: Group) -> str:

@@ -193,19 +193,21 @@ class Verdict:
         return self.verdict in DECISIVE
 
 
-def _raw(groups: Mapping[str, Group], contrasts: Sequence[Contrast]) -> tuple[str, Interval]:
-    """The interval verdict alone (no guards) and the binding contrast's interval."""
+def _raw(groups: Mapping[str, Group], contrasts: Sequence[Contrast]) -> tuple[str, Interval, Contrast]:
+    """The interval verdict alone (no guards), and the binding contrast with its interval: the
+    one whose interval reaches lowest (the one that decides `held`), which the verdict shows."""
     intervals = [contrast_interval(groups, c) for c in contrasts]
-    # the contrast shown: the one whose interval reaches lowest (the one that decides `held`)
-    binding = min(intervals, key=lambda i: (i.bounds(CONFIDENCE)[0], i.estimate))
+    binding, contrast = min(
+        zip(intervals, contrasts), key=lambda pair: (pair[0].bounds(CONFIDENCE)[0], pair[0].estimate)
+    )
     if any(math.isnan(i.standard_error) for i in intervals):
-        return INCONCLUSIVE, binding
+        return INCONCLUSIVE, binding, contrast
     corrected = 1 - (1 - CONFIDENCE) / len(intervals)  # any one contrast below 0 refutes
     if any(i.bounds(corrected)[1] < 0 for i in intervals):
-        return NOT_HELD, binding
+        return NOT_HELD, binding, contrast
     if all(i.bounds(CONFIDENCE)[0] > 0 for i in intervals):
-        return HELD, binding
-    return INCONCLUSIVE, binding
+        return HELD, binding, contrast
+    return INCONCLUSIVE, binding, contrast
 
 
 def _runs_needed(groups: Mapping[str, Group], contrast: Contrast, effect: float | None) -> str:
@@ -237,7 +239,7 @@ def judge(
     missing = [name for name, group in groups.items() if not group.values]
     if missing:
         return not_tested(f"no result for {', '.join(missing)} in this configuration")
-    raw, binding = _raw(groups, contrasts)
+    raw, binding, contrast = _raw(groups, contrasts)
     low, high = binding.bounds(CONFIDENCE)
     found = Verdict(
         raw,
@@ -246,9 +248,7 @@ def judge(
         high,
         " / ".join("fixed" if group.fixed else str(group.runs) for group in groups.values()),
         detectable=binding.detectable,
-        runs_needed=_runs_needed(
-            groups, min(contrasts, key=lambda c: contrast_interval(groups, c).bounds(CONFIDENCE)[0]), paper_effect
-        ),
+        runs_needed=_runs_needed(groups, contrast, paper_effect),
     )
     guard = _uninformative(groups, contrasts) or _too_few_runs(groups) or _unstable(groups, contrasts, raw)
     return replace(found, **guard) if guard else found
