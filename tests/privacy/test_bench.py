@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from dpvip.privacy.bench import EXPECTED_WARNINGS, METHODS, BenchSetup, make_methods, max_relative_difference
+from dpvip.errors import DpvipInputError
 from dpvip.synthetic.family import thread_invariant
 from conftest import run_dpvip
 
@@ -28,6 +29,37 @@ def test_clipped_sums_agree_across_methods():
         sums = methods[name].clipped_sum(images, noise)
         assert [s.shape for s in sums] == [r.shape for r in reference]
         assert max_relative_difference(sums, reference) <= 1e-5, name
+
+
+def test_ours_steps_through_dpstep_as_the_other_methods_step():
+    """`ours` times the library's DPStep itself: one noisy step (micro-batched) charges its
+    ledger and lands on the parameters that vmap's step, with the same noise, lands on."""
+    setup = BenchSetup(batch=4, micro_batch=3)
+    methods, images, noise = make_methods(["ours", "vmap"], setup)
+    before = [p.detach().clone() for p in methods["ours"].params]
+    for method in methods.values():
+        method.step(images, noise)
+    assert methods["ours"].dp_step.ledger.steps_done == 1
+    moved = [p.detach() - b for p, b in zip(methods["ours"].params, before)]
+    assert any(m.abs().max() > 0 for m in moved)
+    assert max_relative_difference(methods["ours"].params, methods["vmap"].params) <= 1e-5
+
+
+def test_bf16_autocast_keeps_the_clipped_sums_close_to_fp32():
+    """--precision bf16 runs the forward passes in bfloat16: ours and vmap still agree with
+    each other, and with fp32 to bfloat16's precision (a wrong cast would be off by far more)."""
+    fp32, images, noise = make_methods(["ours"], BenchSetup(batch=4))
+    bf16 = make_methods(["ours", "vmap"], BenchSetup(batch=4, precision="bf16"))[0]
+    reference = fp32["ours"].clipped_sum(images, noise)
+    ours = bf16["ours"].clipped_sum(images, noise)
+    assert all(total.dtype == torch.float32 for total in ours)
+    assert 0 < max_relative_difference(ours, reference) <= 0.05
+    assert max_relative_difference(bf16["vmap"].clipped_sum(images, noise), ours) <= 0.05
+
+
+def test_an_unknown_precision_is_refused():
+    with pytest.raises(DpvipInputError, match="precision 'fp8'"):
+        BenchSetup(precision="fp8").settings()
 
 
 def test_micro_batches_add_up_to_the_batch():

@@ -46,7 +46,9 @@ def cmd_bench_dp_step(args: argparse.Namespace) -> int:
     MAESettings(size, image_size=args.image_size, patch_size=args.patch_size, decoder_depth=decoder_depth).check()
     from dpvip.privacy.bench import BenchSetup, format_result, run_bench
 
-    setup = BenchSetup(args.model, args.image_size, args.patch_size, args.batch, args.micro_batch, args.device)
+    setup = BenchSetup(
+        args.model, args.image_size, args.patch_size, args.batch, args.micro_batch, args.device, precision=args.precision
+    )
     result = run_bench(setup, args.methods, args.rounds, args.warmup, args.threads, args.memory, args.heap)
     print(json.dumps(result.record(), sort_keys=True) if args.json else format_result(result))
     return 0
@@ -105,6 +107,12 @@ def add_commands(commands) -> None:
     dp_step.add_argument("--warmup", type=int, default=1, help="untimed steps per method first")
     dp_step.add_argument("--threads", type=positive_int, default=1, help="torch threads of the timed processes")
     dp_step.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the steps run")
+    dp_step.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="bf16: every method's forward passes under bfloat16 autocast, as DP-MAE trains on a GPU",
+    )
     dp_step.add_argument(
         "--memory",
         choices=["live", "rss"],

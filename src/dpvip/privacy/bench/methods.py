@@ -1,9 +1,11 @@
 """The methods `dpvip bench dp-step` compares, each a full optimizer step (AdamW on every
 trainable parameter) on its own copy of one model, batch and mask noise (`BenchSetup`):
 - `nonprivate`: the summed per-example loss, one backward, AdamW.
-- `ours`: `ClippedGradientSum` (one forward, one backward to the layer outputs, ghost norms
-  or per-example gradients per layer), `privatize`, `set_gradients`, AdamW; as
-  `DPMAETraining.train_step` does it.
+- `ours`: the library's own `DPStep` (the step every DP path of dpvip takes): the ledger's
+  charge, `ClippedGradientSum` over the micro-batches (one forward, one backward to the
+  layer outputs, ghost norms or per-example gradients per layer), the noise, AdamW. Its
+  ledger is a fixed-sigma one at sample rate 1 (the batch is the whole "dataset"), so the
+  noise and the division by the batch are those of the other DP methods.
 - `vmap`: per-example gradients of the whole model by `torch.func.vmap(grad(...))` over
   `functional_call` (the ViP authors' method; the buffers, the fixed position embeddings,
   passed as non-trainable), flat L2 clip, sum, the same noise and step.
@@ -23,11 +25,14 @@ BatchMemoryManager does: skipped optimizer steps), the non-private step accumula
 gradients, as a non-private run at that batch and memory would. The noise is drawn once per
 step, whatever the number of micro-batches: a per-step cost that a step of few examples
 cannot amortise (`dpvip bench dp-step --preset`: the shapes a paper run steps at).
+With `precision: bf16` every method's forward passes run under bfloat16 autocast, as
+DP-MAE's training does on a GPU; the clipped sums, the noise and the optimizer stay fp32.
 Also here: `make_method(s)`, and `max_relative_difference` for comparing clipped sums.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass
 
@@ -38,14 +43,17 @@ from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings, mae_variant
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy.clipping import ClippedGradientSum, clip_factors
-from dpvip.privacy.noise import noise_stream, privatize, privatize_
-from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.ledger import PrivacyLedger
+from dpvip.privacy.noise import noise_stream, privatize
 from dpvip.privacy.optimizers import set_gradients
+from dpvip.privacy.randomness import RunRandomness
+from dpvip.privacy.step import DPStep
 
 METHODS = ("nonprivate", "ours", "vmap", "opacus_hooks", "opacus_ghost")
 NOISE_MULTIPLIER = 0.5
 CLIP_NORM = 0.1
 LEARNING_RATE = 1.0e-4
+PRECISIONS = ("fp32", "bf16")
 # Known and harmless here: opacus' full backward hooks on layers whose inputs need no
 # gradient (the token indicators, the images), and vmap looping over the attention kernel
 # (no batching rule for CPU flash attention; part of what the vmap method costs).
@@ -66,6 +74,12 @@ class BenchSetup:
     micro_batch: int | None = None  # None: the DP methods take the batch in one pass
     device: str = "cpu"
     seed: int = 0
+    precision: str = "fp32"  # or bf16: forward passes under bfloat16 autocast
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        return torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16)
 
     def settings(self) -> MAESettings:
         size, decoder_depth = mae_variant(self.model)
@@ -75,6 +89,8 @@ class BenchSetup:
         settings.check()
         if self.batch < 1 or (self.micro_batch is not None and self.micro_batch < 1):
             raise DpvipInputError(f"batch {self.batch} and micro-batch {self.micro_batch} must be positive")
+        if self.precision not in PRECISIONS:
+            raise DpvipInputError(f"precision '{self.precision}' is not one of {', '.join(PRECISIONS)}")
         return settings
 
     def build(self) -> tuple[MaskedAutoencoder, torch.Tensor, torch.Tensor]:
@@ -127,14 +143,11 @@ class Method:
                 total += part
         self._noisy_step(sums, len(images))
 
-    def _noisy_step(self, sums: list[torch.Tensor], batch: int, flat: torch.Tensor | None = None) -> None:
-        """Noise, set the gradients, step; `flat`: the buffer that `sums` are views of, noised in place."""
+    def _noisy_step(self, sums: list[torch.Tensor], batch: int) -> None:
+        """Noise (as `DPStep` draws it), set the gradients, step."""
         # a benchmark releases nothing: its noise may come from a published seed
         stream = noise_stream(RunRandomness.seeded(self.setup.seed), self.steps, torch.device(self.setup.device))
-        if flat is None:
-            sums = privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, stream)
-        else:
-            privatize_(flat, NOISE_MULTIPLIER, CLIP_NORM, batch, stream)
+        sums = privatize(sums, NOISE_MULTIPLIER, CLIP_NORM, batch, stream)
         set_gradients(self.params, sums)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -147,7 +160,9 @@ class NonPrivate(Method):
     def step(self, images, noise):
         self.optimizer.zero_grad(set_to_none=True)
         for x, n in self.chunks(images, noise):  # gradients accumulate over micro-batches
-            self.model(x, n).loss.sum().backward()
+            with self.setup.autocast():
+                loss = self.model(x, n).loss.sum()
+            loss.backward()
         self.optimizer.step()
         self.steps += 1
 
@@ -158,19 +173,24 @@ class Ours(Method):
     def __init__(self, model, setup):
         super().__init__(model, setup)
         self.clipper = ClippedGradientSum(model, CLIP_NORM)
+        # Sample rate 1 and sigma given: the step's noise and division are the other methods'.
+        # Nothing is released, so the published-seed randomness and an unbounded budget do.
+        ledger = PrivacyLedger("rdp", 1.0, NOISE_MULTIPLIER, CLIP_NORM, 0.0, float("inf"), 2**62)
+        randomness = RunRandomness.seeded(setup.seed)
+        self.dp_step = DPStep(self.clipper, self.optimizer, ledger, setup.batch, randomness, autocast=setup.autocast)
 
     def clipped_sum(self, images, noise):
         self.clipper.reset()
-        self.clipper.add(lambda: self.model(images, noise).loss)
+        with self.setup.autocast():
+            self.clipper.add(lambda: self.model(images, noise).loss)
         sums = [total.clone() for total in self.clipper.sums]
         self.clipper.reset()
         return sums
 
-    def step(self, images, noise):  # as DPMAETraining.train_step, in fp32
-        self.clipper.reset()
-        for x, n in self.chunks(images, noise):
-            self.clipper.add(lambda: self.model(x, n).loss)
-        self._noisy_step(self.clipper.sums, len(images), self.clipper.flat)  # as DPStep does
+    def step(self, images, noise):
+        passes = [lambda x=x, n=n: self.model(x, n).loss for x, n in self.chunks(images, noise)]
+        self.dp_step(self.steps, passes)
+        self.steps += 1
 
 
 class Vmap(Method):
@@ -186,7 +206,9 @@ class Vmap(Method):
         buffers = {name: b for name, b in model.named_buffers()}
 
         def example_loss(weights, image, noise):
-            return functional_call(model, (weights, buffers), (image.unsqueeze(0), noise.unsqueeze(0))).loss.sum()
+            with setup.autocast():
+                outputs = functional_call(model, (weights, buffers), (image.unsqueeze(0), noise.unsqueeze(0)))
+            return outputs.loss.sum()
 
         # The mask noise is an input, so every example keeps its own row: no randomness inside.
         self.per_example = vmap(grad(example_loss), in_dims=(None, 0, 0))
@@ -213,7 +235,9 @@ class OpacusHooks(Method):
             raise RuntimeError(f"opacus would use functorch, not hooks, for {', '.join(fallback)}")
 
     def clipped_sum(self, images, noise):
-        self.module(images, noise).loss.sum().backward()  # also forms p.grad, as opacus does
+        with self.setup.autocast():
+            loss = self.module(images, noise).loss.sum()
+        loss.backward()  # also forms p.grad, as opacus does
         sums = _flat_clipped_sum([p.grad_sample for p in self.params], CLIP_NORM)
         for p in self.params:
             p.grad_sample = None
@@ -252,7 +276,8 @@ class OpacusGhost(Method):
         """Both of opacus' backward passes; leaves the clipped sum in p.grad."""
         from opacus.utils.fast_gradient_clipping_utils import DPTensorFastGradientClipping
 
-        losses = self.module(images, noise).loss
+        with self.setup.autocast():
+            losses = self.module(images, noise).loss
         DPTensorFastGradientClipping(self.module, self.optimizer, losses, "mean").backward()
 
     def clipped_sum(self, images, noise):

@@ -201,8 +201,8 @@ def format_result(result: BenchResult) -> str:
     lines = [
         f"DP training step, MAE {s.model} {s.image_size} px patch {s.patch_size}, batch {s.batch}"
         + (f" in micro-batches of {s.micro_batch} (every method)" if s.micro_batch else "")
-        + f", {s.device}, {result.threads} thread(s), torch {result.torch_version}",
-        f"AdamW; DP: flat L2 clip C={CLIP_NORM}, noise multiplier {NOISE_MULTIPLIER}.",
+        + f", {s.device}, {s.precision}, {result.threads} thread(s), torch {result.torch_version}",
+        f"AdamW; DP: flat L2 clip C={CLIP_NORM}, noise multiplier {NOISE_MULTIPLIER}; ours is dpvip's DPStep itself.",
         f"time: median of {result.rounds} round-robin rounds (order rotated per round) "
         f"after {result.warmup} warm-up step(s) per method, "
         + ("in this process" if s.device.startswith("cuda") else "each method in its own forked process")

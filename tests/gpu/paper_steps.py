@@ -1,0 +1,219 @@
+"""The GPU check, run by hand where a GPU is lent (no test collects it on CPU machines; its
+tiny form runs in tests/gpu/test_paper_steps.py): the DP-step bench at ViP-Base shape in
+fp32 and bf16, then one or two real steps of each paper GPU job type that only a GPU runs at
+paper shape, through the same code paths the workflow's jobs take:
+
+- DP-MAE (ViP) at MAE base, 224 px, micro-batches of 32, an expected batch of one GPU's
+  share (the paper: 98,304 over 48 GPUs = 2,048), on LAION-format shards of the stand-in;
+- DP fine-tuning (Table 5's recipe: sigma 5.6, AdamW) of that ViP-Base on an ImageFolder of
+  generated crops, at an expected batch `--finetune-batch` in micro-batches of 64;
+- COCO ViTDet-B at 1024 px (the torchvision backend) on the generated stand-in, one GPU's
+  share of a paper step: 8 images in passes of 1.
+
+    PYTHONPATH=src python tests/gpu/paper_steps.py --out OUT [--device cuda] [--tiny]
+
+Writes OUT/paper_steps.json (seconds, peak GPU memory, the results) and OUT/bench_*.json, and
+prints a summary. `--tiny` runs micro shapes on CPU in about a minute (the test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import torch
+import yaml
+
+from dpvip.plan.vip_evaluations import Evaluation
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def dpvip(*arguments: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "dpvip.cli", *arguments], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"dpvip {' '.join(arguments)} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def timed(device: str, part):
+    """(seconds, peak GPU MiB or None, value) of `part()`."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    began = time.perf_counter()
+    value = part()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
+    return round(time.perf_counter() - began, 2), peak, value
+
+
+def bench(out: Path, device: str, tiny: bool) -> dict:
+    shape = ["--batch", "8", "--rounds", "2"] if tiny else ["--preset", "vip-base", "--rounds", "3"]
+    records = {}
+    for precision in ("fp32", "bf16"):
+        text = dpvip("bench", "dp-step", *shape, "--device", device, "--precision", precision, "--json")
+        (out / f"bench_{precision}.json").write_text(text)
+        record = json.loads(text)
+        records[precision] = {
+            name: {key: row[key] for key in ("seconds_per_step", "time_ratio", "peak_mb", "memory_ratio")}
+            for name, row in record["methods"].items()
+        } | {"cross_check": record["cross_check"]}
+    return records
+
+
+def _write_image(job: tuple[Path, int]) -> None:
+    import numpy as np  # not torch: a forked worker must not touch torch's thread pool
+    from PIL import Image
+
+    path, seed = job
+    pixels = np.random.default_rng(seed).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    Image.fromarray(pixels).resize((256, 256), Image.BILINEAR).save(path, quality=90)
+
+
+def image_folder(root: Path, per_class: int) -> None:
+    """Two classes of smooth random images at 256 px: a step's cost, not its accuracy."""
+    jobs = []
+    for split, count in (("train", per_class), ("test", 4)):
+        for label in ("a", "b"):
+            folder = root / split / label
+            folder.mkdir(parents=True, exist_ok=True)
+            jobs += [(folder / f"{k}.jpg", len(jobs) + k) for k in range(count)]
+    with ProcessPoolExecutor(8, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_write_image, jobs, chunksize=64))
+
+
+def dp_mae(work: Path, device: str, tiny: bool) -> tuple[dict, Path]:
+    from dpvip.plan.dp_pretrain import DPPretrainSettings
+    from dpvip.train.dp_mae import dp_train_mae
+
+    images, batch, size = (256, 16, "micro") if tiny else (8192, 2048, "base")
+    dpvip("data", "natural", "--images", str(images), "--resolution", "256", "--shard-size", "512",
+          "--out", str(work / "laion"), "--no-checksums")  # fmt: skip
+    paper = yaml.safe_load((REPO / "config/paper.yaml").read_text())["dp_pretrain"]["settings"]
+    values = paper | {"steps": 2, "batch_size": batch, "warmup_steps": 1, "log_every": 1, "checkpoint_every": 100}
+    if tiny:
+        values |= {"image_size": 32, "patch_size": 4, "micro_batch": 8, "workers": 0}
+    settings = DPPretrainSettings.from_config(values, size)
+    run = work / "dp_mae"
+    seconds, peak, record = timed(device, lambda: dp_train_mae(settings, str(work / "laion/index.json"), str(run)))
+    steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return {
+        "model": size,
+        "examples": images,
+        "expected_batch": batch,
+        "micro_batch": settings.micro_batch,
+        "seconds_two_steps": seconds,
+        "peak_gpu_mib": peak,
+        "steps": steps,
+        "epsilon_spent": record["privacy"]["epsilon_spent"],
+    }, run / "model.pt"
+
+
+def evaluation(work: Path, device: str, job, section: dict, checkpoint: Path, standin: Path | None) -> dict:
+    from dpvip.evaluate.jobs import run_evaluation
+
+    task = job.task
+    out = work / f"{task}.json"
+    folder = str(standin) if standin else None
+    seconds, peak, record = timed(device, lambda: run_evaluation(job, section, str(checkpoint), out, folder))
+    return {"seconds": seconds, "peak_gpu_mib": peak, "result": record}
+
+
+def dp_finetune(work: Path, device: str, tiny: bool, batch: int, checkpoint: Path) -> dict:
+    from dpvip.config import layered_config, read_config_file
+
+    per_class = 16 if tiny else batch
+    image_folder(work / "folder", per_class)
+    config = layered_config(read_config_file(REPO / "config/paper.yaml"))["evaluate"]
+    finetune = {key: value for key, value in config["dp_finetune"].items() if key != "backbones"} | {
+        "batch_size": 8 if tiny else batch,
+        "steps": 2,
+        "warmup_steps": 1,
+        "processes": 1,
+        "delta": None,
+        "randomness": "secret",
+        "allow_large_delta": False,
+    }
+    folder = {"source": "image_folder", "train": str(work / "folder/train"), "test": str(work / "folder/test")}
+    section = {
+        "image_size": 32 if tiny else 224,
+        "datasets": {"ImageNet-1K": folder},
+        "dp_finetune": finetune | ({"micro_batch": 8} if tiny else {}),
+    }
+    return evaluation(work, device, Evaluation("dp_finetune", "vip_base", "ImageNet-1K"), section, checkpoint, None)
+
+
+def coco(work: Path, device: str, tiny: bool, checkpoint: Path) -> dict:
+    from dpvip.config import layered_config, read_config_file
+    from dpvip.evaluate.coco_standin import CocoStandIn, write_split
+
+    size, images = (64, 2) if tiny else (1024, 8)
+    config = layered_config(read_config_file(REPO / "config/paper.yaml"))["evaluate"]
+    shapes = config["shapes"] | {"train_images": images, "val_images": 2}
+    standin = work / "coco_standin"
+    for split, count in (("train", images), ("val", 2)):
+        spec = CocoStandIn(images=count, image_size=size, max_objects=shapes["max_objects"], seed=shapes["seed"])
+        write_split(spec, split, standin)
+    settings = {key: value for key, value in config["coco"].items() if key != "backbones"} | {
+        "source": "standin",
+        "image_size": size,
+        "iterations": 2,
+        "batch_size": images,
+        "micro_batch": 1,
+        "warmup_iterations": 1,
+        "processes": 1,
+    }
+    section = {"image_size": 224, "datasets": {}, "coco": settings, "shapes": shapes}
+    return evaluation(work, device, Evaluation("coco", "vip_base"), section, checkpoint, standin)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
+    parser.add_argument("--tiny", action="store_true", help="micro shapes, for a CPU test")
+    parser.add_argument("--finetune-batch", type=int, default=4096, help="DP fine-tuning's expected batch")
+    parser.add_argument("--parts", nargs="+", default=["dp_mae", "coco", "dp_finetune", "bench"])
+    args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("paper_steps: no CUDA device here")
+    out = Path(args.out)
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    report: dict = {"device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu"}
+    report["torch"] = torch.__version__
+    checkpoint = None
+
+    def save() -> None:
+        (out / "paper_steps.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+
+    for part in args.parts:
+        began = time.perf_counter()
+        try:
+            if part == "bench":
+                report["bench"] = bench(out, args.device, args.tiny)
+            elif part == "dp_mae":
+                report["dp_mae"], checkpoint = dp_mae(work, args.device, args.tiny)
+            elif part == "dp_finetune":
+                report["dp_finetune"] = dp_finetune(work, args.device, args.tiny, args.finetune_batch, checkpoint)
+            elif part == "coco":
+                report["coco"] = coco(work, args.device, args.tiny, checkpoint)
+        except Exception as err:  # one part failing must not lose the others' numbers
+            report[part] = {"error": f"{type(err).__name__}: {err}"}
+        print(f"{part}: {time.perf_counter() - began:.1f} s: {json.dumps(report.get(part), default=str)[:1500]}")
+        save()
+    return 1 if any(isinstance(v, dict) and "error" in v for v in report.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

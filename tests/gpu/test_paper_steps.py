@@ -1,0 +1,33 @@
+"""The GPU check's script (tests/gpu/paper_steps.py) in its tiny form on CPU: every paper GPU
+job type it steps runs through the workflow's code paths, and its report says what ran."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("paper_steps.py")
+
+
+@pytest.mark.slow
+def test_the_tiny_paper_steps_run_every_job_type(tmp_path):
+    environment = os.environ | {"PYTHONPATH": str(SCRIPT.parents[2] / "src")}
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--device", "cpu", "--tiny",
+         "--parts", "dp_mae", "dp_finetune", "coco"],
+        capture_output=True, text=True, env=environment, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "paper_steps.json").read_text())
+    dp_mae = report["dp_mae"]
+    assert [row["step"] for row in dp_mae["steps"]] == [1, 2]
+    assert 7.9 < dp_mae["epsilon_spent"] <= 8.0  # calibrated for its 2 steps at epsilon 8
+    finetune = report["dp_finetune"]["result"]
+    assert finetune["privacy"]["steps_done"] == 2 and finetune["privacy"]["noise_multiplier"] == 5.6
+    assert finetune["privacy"]["private"] is True
+    coco = report["coco"]["result"]["scores"]
+    assert coco["train_images"] == 2 and coco["val_images"] == 2
+    assert set(report["coco"]["result"]["columns"]) == {"COCO AP box", "COCO AP mask"}
