@@ -47,7 +47,13 @@ def cmd_bench_dp_step(args: argparse.Namespace) -> int:
     from dpvip.privacy.bench import BenchSetup, format_result, run_bench
 
     setup = BenchSetup(
-        args.model, args.image_size, args.patch_size, args.batch, args.micro_batch, args.device, precision=args.precision
+        args.model,
+        args.image_size,
+        args.patch_size,
+        args.batch,
+        args.micro_batch,
+        args.device,
+        precision=args.precision,
     )
     result = run_bench(setup, args.methods, args.rounds, args.warmup, args.threads, args.memory, args.heap)
     print(json.dumps(result.record(), sort_keys=True) if args.json else format_result(result))
