@@ -180,6 +180,7 @@ def coco(work: Path, device: str, tiny: bool, checkpoint: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--work", help="where the data and runs go (default: OUT/work)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
     parser.add_argument("--tiny", action="store_true", help="micro shapes, for a CPU test")
     parser.add_argument("--finetune-batch", type=int, default=4096, help="DP fine-tuning's expected batch")
@@ -188,7 +189,7 @@ def main() -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("paper_steps: no CUDA device here")
     out = Path(args.out)
-    work = out / "work"
+    work = Path(args.work) if args.work else out / "work"
     work.mkdir(parents=True, exist_ok=True)
     report: dict = {"device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu"}
     report["torch"] = torch.__version__
