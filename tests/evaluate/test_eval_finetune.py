@@ -89,3 +89,12 @@ def test_bad_settings_are_refused(change):
 
     with pytest.raises(DpvipInputError):
         finetune(mae(), bright_or_dark(4, seed=0), replace(QUICK, **change))
+
+
+def test_the_head_is_made_where_the_encoder_is():
+    """A GPU job moves the encoder before the head exists (DP fine-tuning on the H200 failed
+    with the head left on the CPU): the head follows the encoder's device (meta here)."""
+    with torch.device("meta"):
+        encoder = MaskedAutoencoder(MAESettings("pico", image_size=16, patch_size=4))
+    classifier = Classifier(encoder, 3, FeatureChoice())
+    assert classifier.head.weight.device.type == "meta" and classifier.head.bias.device.type == "meta"

@@ -58,7 +58,8 @@ class Classifier(nn.Module):
         super().__init__()
         self.mae, self.choice = mae, choice
         width = mae.norm.normalized_shape[0]
-        self.head = nn.Linear(choice.width(width), classes)
+        # where the encoder is (a GPU), or a GPU job's head stays on the CPU its forward never meets
+        self.head = nn.Linear(choice.width(width), classes, device=mae.norm.weight.device)
         nn.init.normal_(self.head.weight, std=0.01)
         nn.init.zeros_(self.head.bias)
         for name, param in mae.named_parameters():  # the decoder has no part in classification
