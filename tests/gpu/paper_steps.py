@@ -177,6 +177,61 @@ def coco(work: Path, device: str, tiny: bool, checkpoint: Path) -> dict:
     return evaluation(work, device, Evaluation("coco", "vip_base"), section, checkpoint, standin)
 
 
+def ade20k(work: Path, device: str, tiny: bool, checkpoint: Path) -> dict:
+    """UPerNet on ViP-Base at 512 px: one GPU's share of a paper step (16 over 8 GPUs)."""
+    from dpvip.config import layered_config, read_config_file
+
+    config = layered_config(read_config_file(REPO / "config/paper.yaml"))["evaluate"]
+    settings = {key: value for key, value in config["ade20k"].items() if key != "backbones"} | {
+        "source": "standin",
+        "image_size": 64 if tiny else 512,
+        "epochs": 1,
+        "batch_size": 2,
+        "micro_batch": 2,
+        "warmup_epochs": 0,
+        "processes": 1,
+    }
+    shapes = config["shapes"] | {"train_images": 4, "val_images": 2}
+    section = {"image_size": 224, "datasets": {}, "ade20k": settings, "shapes": shapes}
+    return evaluation(work, device, Evaluation("ade20k", "vip_base"), section, checkpoint, None)
+
+
+def profile(out: Path, device: str, tiny: bool) -> dict:
+    """Where the DP step's time goes beside the non-private one's: torch.profiler over 3 steps
+    each (after 2 warm-ups) of the bench's methods; the top operators by device time, kernel
+    launches per step, and the step's host time (Python and dispatch) against its device time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    from dpvip.privacy.bench import BenchSetup, make_methods
+
+    shape = {"batch": 8} if tiny else {"model": "base", "image_size": 224, "patch_size": 16, "batch": 128}
+    setup = BenchSetup(**shape, micro_batch=None if tiny else 32, device=device, precision="bf16")
+    methods, images, noise = make_methods(["nonprivate", "ours"], setup)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    summary = {}
+    for name, method in methods.items():
+        for _ in range(2):
+            method.step(images, noise)
+        with torch_profile(activities=activities) as prof:
+            for _ in range(3):
+                method.step(images, noise)
+            if device == "cuda":
+                torch.cuda.synchronize()
+        events = prof.key_averages()
+        sort = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
+        table = events.table(sort_by=sort, row_limit=25)
+        (out / f"profile_{name}.txt").write_text(table)
+        device_us = sum(getattr(e, "self_device_time_total", 0) for e in events) / 3
+        summary[name] = {
+            "host_ms_per_step": sum(e.self_cpu_time_total for e in events) / 3 / 1000,
+            "device_ms_per_step": device_us / 1000,
+            "kernels_per_step": sum(e.count for e in events if e.device_type.name == "CUDA") / 3,
+            "top": table.splitlines()[:14],
+        }
+    return summary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
@@ -184,7 +239,7 @@ def main() -> int:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
     parser.add_argument("--tiny", action="store_true", help="micro shapes, for a CPU test")
     parser.add_argument("--finetune-batch", type=int, default=4096, help="DP fine-tuning's expected batch")
-    parser.add_argument("--parts", nargs="+", default=["dp_mae", "coco", "dp_finetune", "bench"])
+    parser.add_argument("--parts", nargs="+", default=["dp_mae", "coco", "dp_finetune", "ade20k", "bench", "profile"])
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("paper_steps: no CUDA device here")
@@ -209,6 +264,10 @@ def main() -> int:
                 report["dp_finetune"] = dp_finetune(work, args.device, args.tiny, args.finetune_batch, checkpoint)
             elif part == "coco":
                 report["coco"] = coco(work, args.device, args.tiny, checkpoint)
+            elif part == "ade20k":
+                report["ade20k"] = ade20k(work, args.device, args.tiny, checkpoint)
+            elif part == "profile":
+                report["profile"] = profile(out, args.device, args.tiny)
         except Exception as err:  # one part failing must not lose the others' numbers
             report[part] = {"error": f"{type(err).__name__}: {err}"}
         print(f"{part}: {time.perf_counter() - began:.1f} s: {json.dumps(report.get(part), default=str)[:1500]}")
