@@ -24,7 +24,7 @@ def ledger(randomness: str = "secret", **changes) -> dict:
     } | changes
 
 
-def make_bundle(tmp_path, randomness: str = "secret", extra: tuple = ()) -> Path:
+def make_bundle(tmp_path, randomness: str = "secret", extra: tuple = (), readme: str | None = None) -> Path:
     sources = tmp_path / "sources"
     sources.mkdir(exist_ok=True)
     (sources / "vip_table3.csv").write_text("a,b\n1,2\n")
@@ -35,6 +35,7 @@ def make_bundle(tmp_path, randomness: str = "secret", extra: tuple = ()) -> Path
     bench = tmp_path / "benchmarks" / "rule_x"
     bench.mkdir(parents=True, exist_ok=True)
     (bench / "w.tsv").write_text("s\th:m:s\tmax_rss\n1.50\t0:00:01\t12.3\n")
+    (tmp_path / "Snakefile").write_text("rule all:\n    input: []\n")  # the workflow the crate publishes
     out = tmp_path / "bundle"
     build_bundle(
         out,
@@ -46,6 +47,7 @@ def make_bundle(tmp_path, randomness: str = "secret", extra: tuple = ()) -> Path
         tmp_path,
         tmp_path / "benchmarks",
         {"vip_figure3a": [sources / "privacy.json"]},
+        readme=readme,
     )
     return out
 
@@ -82,6 +84,7 @@ def test_cli_verify_exit_codes(bundle):
     ok = run_dpvip("bundle", "verify", str(bundle))
     assert ok.returncode == 0, ok.stdout
     assert "privacy status" in ok.stdout and "NOT PRIVATE" not in ok.stdout
+    assert "ro-crate-metadata.json: the bundle as a Workflow Run RO-Crate" in ok.stdout
     (bundle / "tables/vip_table3.csv").write_text("tampered\n")
     bad = run_dpvip("bundle", "verify", str(bundle))
     assert bad.returncode == 1 and "changed: tables/vip_table3.csv" in bad.stdout
@@ -101,8 +104,8 @@ def test_the_statement_gives_every_file_its_status_and_mechanisms(bundle):
     statement = json.loads((bundle / "privacy.json").read_text())
     assert statement["private"] and "note" not in statement
     by_output = {entry["output"]: entry for entry in statement["outputs"]}
-    assert set(by_output) == {"vip_table3", "vip_figure3a", "provenance"}
-    assert not by_output["vip_table3"]["private_data"] and not by_output["provenance"]["private_data"]
+    assert set(by_output) == {"vip_table3", "vip_figure3a", "provenance", "Snakefile", "config", "ro-crate-metadata"}
+    assert not any(by_output[o]["private_data"] for o in by_output if o != "vip_figure3a")
     curve = by_output["vip_figure3a"]
     assert curve["private_data"] and curve["inside_guarantee"] == "no" and "without noise" in curve["why"]
     (mechanism,) = curve["mechanisms"]

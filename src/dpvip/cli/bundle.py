@@ -1,5 +1,6 @@
 """`dpvip bundle verify`: check a results bundle against its manifest and its privacy
-statement (every published file has a status; a seeded bundle is said to be not private)."""
+statement (every published file has a status; a seeded bundle is said to be not private),
+and say whether its RO-Crate metadata is there."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dpvip.errors import DpvipInputError
 
 def cmd_bundle_verify(args: argparse.Namespace) -> int:
     from dpvip.report.bundle import verify_bundle
+    from dpvip.report.crate import CRATE
 
     if not Path(args.directory).is_dir():
         raise DpvipInputError(f"bundle directory {args.directory} does not exist")
@@ -29,6 +31,10 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
             "allowed by --allow-not-private" if args.allow_not_private else "refused (--allow-not-private accepts it)"
         )
         print(f"{result.not_private}: this bundle's DP runs are not private (see PRIVACY.md); {allowed}")
+    if result.crate:
+        print(f"{CRATE}: the bundle as a Workflow Run RO-Crate (its hash is in the manifest)")
+    else:
+        print(f"no {CRATE} in the manifest (a bundle built before the RO-Crate)")
     if result.ok:
         print(f"bundle {args.directory}: every file matches its hash and has a privacy status")
         return 0

@@ -1,5 +1,6 @@
 """The results bundle: copies of tables and figures, provenance, the privacy statement
-(PRIVACY.md, privacy.json: what each file reveals of the private data), and a SHA-256
+(PRIVACY.md, privacy.json: what each file reveals of the private data), the workflow and its
+configuration, the Workflow Run RO-Crate metadata (ro-crate-metadata.json) and a SHA-256
 manifest. Only files the statement gives a status are published."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpvip.files import read_json, read_text, sha256
+from dpvip.report.crate import CONFIG, CRATE, WORKFLOW, add_workflow, write_crate
 from dpvip.report.front_page import README
 from dpvip.report.privacy_statement import STATEMENT_FILES, build_statement, stated_files, write_statement
 from dpvip.report.provenance import provenance
@@ -37,8 +39,10 @@ def build_bundle(
 ) -> Path:
     """Assemble `bundle`: each section's files copied to `bundle/<section>/`, then
     provenance.json, the privacy statement (from `sources`: {output: the result files it was
-    built from}), the README (`readme`: the claims and coverage first), then the manifest over
-    everything. An existing bundle is replaced, so the manifest never lists files of an older run."""
+    built from}), the README (`readme`: the claims and coverage first), the workflow's
+    Snakefile and `config`, the RO-Crate metadata over all of these, then the manifest over
+    everything (the crate's metadata included). An existing bundle is replaced, so the
+    manifest never lists files of an older run."""
     bundle = Path(bundle)
     if bundle.exists():
         shutil.rmtree(bundle)
@@ -48,7 +52,7 @@ def build_bundle(
     unique = {str(path) for paths in sources.values() for path in paths}
     read = {path: json.loads(Path(path).read_text()) for path in unique}
     records = {output: [read[str(path)] for path in paths] for output, paths in sources.items()}
-    extra = ["provenance.json", *([README] if readme is not None else [])]
+    extra = ["provenance.json", WORKFLOW, CONFIG, CRATE, *([README] if readme is not None else [])]
     statement = build_statement([*files, *extra], records)  # refuses a file without a status first
     for section, paths in sections.items():
         target = bundle / section
@@ -60,6 +64,8 @@ def build_bundle(
     write_statement(bundle, statement)
     if readme is not None:
         (bundle / README).write_text(readme)
+    add_workflow(bundle, workflow_dir, config)
+    write_crate(bundle, record, MANIFEST)
     return write_manifest(bundle)
 
 
@@ -71,6 +77,7 @@ class Verification:
     unstated: list[str] = field(default_factory=list)  # published without a privacy status
     not_private: str | None = None  # the statement's note when the runs were seeded
     allow_not_private: bool = False  # a seeded bundle passes only when asked (tests, reproductions)
+    crate: bool = False  # ro-crate-metadata.json is in the manifest (bundles before it have none)
 
     @property
     def ok(self) -> bool:
@@ -101,6 +108,7 @@ def verify_bundle(bundle: str | Path, allow_not_private: bool = False) -> Verifi
             result.changed.append(name)
     present = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
     result.unlisted = sorted(present - listed - {MANIFEST})
+    result.crate = CRATE in listed
     statement_file = bundle / "privacy.json"
     if not statement_file.is_file():
         result.missing.append("privacy.json")

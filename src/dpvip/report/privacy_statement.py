@@ -35,8 +35,9 @@ class Status:
 
 
 PUBLIC = Status(False, "", "")
-# Published outputs (a file's stem; `report` and `provenance` for the bundle's own files), in
-# order: the first pattern that matches gives the status.
+# Published outputs (a file's stem; `report`, `provenance`, `Snakefile`, `config` and
+# `ro-crate-metadata` for the bundle's own files), in order: the first pattern that matches
+# gives the status.
 STATUSES: list[tuple[str, Status]] = [
     (r"privacy_audit", Status(False, "", "the papers' printed settings under public accountants")),
     (
@@ -48,6 +49,11 @@ STATUSES: list[tuple[str, Status]] = [
     (r"vip_table3", Status(False, "", "model sizes")),
     (r"vip_figure6", Status(False, "", "accounting at the paper's q and sigma")),
     (r"provenance", Status(False, "", "config, code version, packages, hardware, job times")),
+    (r"Snakefile|config", Status(False, "", "the workflow's entry point and the run's configuration")),
+    (
+        r"ro-crate-metadata",
+        Status(False, "", "RO-Crate metadata: the bundle's file names and types, the workflow, the run's times"),
+    ),
     (r"coverage", Status(False, "", "the papers' numbered tables and figures, and our outputs for them")),
     (
         r"compute_budget(_summary|_papers)?",

@@ -92,9 +92,24 @@ def rule_timings(benchmarks_dir: Path) -> list[dict]:
     return timings
 
 
+def run_started(benchmarks_dir: Path) -> str | None:
+    """When the first job behind the results began (the Workflow Run Crate's startTime):
+    Snakemake records no run start, but each `benchmark:` file is written as its job ends,
+    after the wall seconds it holds. None without benchmarks."""
+    starts = []
+    for path in benchmarks_dir.rglob("*.tsv"):
+        record = read_benchmark(path)
+        if record is not None:
+            starts.append(path.stat().st_mtime - record["seconds"])
+    if not starts:
+        return None
+    return dt.datetime.fromtimestamp(min(starts), dt.timezone.utc).isoformat(timespec="seconds")
+
+
 def provenance(config: dict, workflow_dir: str | Path, benchmarks_dir: str | Path) -> dict:
     return {
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started": run_started(Path(benchmarks_dir)),
         "code": code_version(Path(workflow_dir)),
         "config": config,
         "packages": package_versions(),
