@@ -20,6 +20,7 @@ from dpvip.files import sha256
 from dpvip.models.checkpoint import load_mae
 from dpvip.models.mae import MAESettings
 from dpvip.train.metrics import read_metrics
+from crate_validation import issues, seed_cache, validate_crate
 from dpvip.report.bundle import verify_bundle
 from dpvip.report.verdicts import VERDICTS
 
@@ -326,6 +327,9 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     bundle = tmp_path / "results/bundle"
     assert not verify_bundle(bundle).ok  # seeded: refused unless allowed
     assert verify_bundle(bundle, allow_not_private=True).ok and not verify_bundle(bundle).unlisted
+    # The real bundle is a Workflow Run RO-Crate (roc-validator, offline, REQUIRED checks).
+    crate = validate_crate(bundle, seed_cache(tmp_path / "crate-cache"))
+    assert crate.passed(), issues(crate)
     for name in (
         "tables/privacy_audit.csv",
         "tables/privacy_audit.md",
