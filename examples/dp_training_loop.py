@@ -12,10 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dpvip.privacy.clipping import ClippedGradientSum
-from dpvip.privacy.ledger import PrivacyLedger
-from dpvip.privacy.randomness import RunRandomness
-from dpvip.privacy.step import DPStep
+from dpvip.privacy import ClippedGradientSum, DPStep, PrivacyLedger, RunRandomness
 
 
 def train(n: int = 2000, steps: int = 60, epsilon: float = 4.0) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""The `dpvip privacy` and `dpvip bundle` contracts of DESIGN.md."""
+"""The `dpvip privacy` and `dpvip bundle` command contracts."""
 
 import pytest
 

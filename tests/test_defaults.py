@@ -23,7 +23,7 @@ SETTINGS = {
     "evaluate.dp_finetune": "dpvip.evaluate.dp_finetune:DPFinetuneSettings",
     "dprandp.phase1": "dpvip.plan.dprandp_phase1:Phase1Settings",
     "dprandp.private": "dpvip.plan.dprandp_private:PrivateSettings",
-    "privacy.empirical": "dpvip.privacy.auditing:AuditSettings",
+    "privacy.empirical": "dpvip.audit.bounds:AuditSettings",
 }
 # Keys the workflow needs to build a job but which only the configuration knows: the
 # settings classes take them as required arguments (the schema's defaults are the paper's).

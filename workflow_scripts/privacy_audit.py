@@ -3,8 +3,8 @@
 import pandas as pd
 
 from dpvip.logs import workflow_job
-from dpvip.privacy.audit import audit_claims
-from dpvip.privacy.claims import load_claims
+from dpvip.audit.claim_check import audit_claims
+from dpvip.audit.claims import load_claims
 
 with workflow_job(snakemake.log[0]):
     claims = load_claims(snakemake.input.claims, papers=[snakemake.wildcards.paper])

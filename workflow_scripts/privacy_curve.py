@@ -3,7 +3,7 @@
 import pandas as pd
 
 from dpvip.logs import workflow_job
-from dpvip.privacy.curves import epsilon_curve, step_grid
+from dpvip.audit.curves import epsilon_curve, step_grid
 
 with workflow_job(snakemake.log[0]):
     curve = snakemake.params.curve

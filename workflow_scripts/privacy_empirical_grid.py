@@ -5,8 +5,8 @@ import torch
 
 from dpvip.files import write_json
 from dpvip.logs import workflow_job
-from dpvip.privacy.auditing import audit_settings
-from dpvip.privacy.canaries import audit_grid
+from dpvip.audit.bounds import audit_settings
+from dpvip.audit.canaries import audit_grid
 
 with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)

@@ -203,7 +203,7 @@ def profile(out: Path, device: str, tiny: bool) -> dict:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    from dpvip.privacy.bench import BenchSetup, make_methods
+    from dpvip.bench import BenchSetup, make_methods
 
     shape = {"batch": 8} if tiny else {"model": "base", "image_size": 224, "patch_size": 16, "batch": 128}
     setup = BenchSetup(**shape, micro_batch=None if tiny else 32, device=device, precision="bf16")

@@ -266,10 +266,10 @@ def head_step(tmp_path, seen):
 
 def probe_step(tmp_path, seen):
     from dpvip.transfer.head import softmax_loss
-    from dpvip.transfer.private_probe import ProbeSettings, fit_probe
+    from dpvip.transfer.private_probe import PrivateProbeSettings, fit_probe
 
     x, y = features()
-    settings = ProbeSettings(epsilon=2.0, delta=1e-5, steps=3, lr=0.5, clip_norm=0.9)
+    settings = PrivateProbeSettings(epsilon=2.0, delta=1e-5, steps=3, lr=0.5, clip_norm=0.9)
     fit_probe(x, y, x[:4], 3, settings, RunRandomness.secret(tmp_path))
     sigma = math.sqrt(3) / gaussian.mu_for_epsilon(2.0, 1e-5)  # 3 full-batch Gaussian steps spend epsilon 2
     losses = [lambda model, i=i: softmax_loss(model(x[i : i + 1]), y[i : i + 1]).sum() for i in range(40)]

@@ -2,7 +2,7 @@
 cannot refute the claim named, the Gaussian trade-off labelled an estimate and kept out of
 "audit / claimed"."""
 
-from dpvip.privacy.auditing import audit_summary
+from dpvip.audit.bounds import audit_summary
 from dpvip.report.privacy_empirical import BOUNDS, empirical_figure, empirical_table
 
 ESTIMATE = "epsilon white-box estimate (Gaussian trade-off, not a bound)"

@@ -31,7 +31,7 @@ import json, re, sys
 import torch
 from dpvip.transfer.cache import load_cache, open_cache
 from dpvip.transfer.head import HeadSettings, train_head
-from dpvip.transfer.private_probe import ProbeSettings, train_probe
+from dpvip.transfer.private_probe import PrivateProbeSettings, train_probe
 
 def status(key):
     return 1024 * int(re.search(key + r":\\s+(\\d+) kB", open("/proc/self/status").read()).group(1))
@@ -39,7 +39,7 @@ def status(key):
 torch.set_num_threads(1)
 common = {"delta": 1e-6, "randomness": "seeded", "micro_batch": 4096}
 head = HeadSettings(optimizer="adam", lr=0.01, batch_fraction=0.5, epochs=1.0, epsilon=4.0, **common)
-probe = ProbeSettings(epsilon=4.0, steps=2, lr=1.0, feature_norm=1.0, sigma_ratio=1.5, **common)
+probe = PrivateProbeSettings(epsilon=4.0, steps=2, lr=1.0, feature_norm=1.0, sigma_ratio=1.5, **common)
 measured = {}
 for kind in ("head", "probe", "whole"):
     open("/proc/self/clear_refs", "w").write("5")  # VmHWM := VmRSS

@@ -18,7 +18,7 @@ from dpvip.privacy.noise import gaussian_noise, noise_stream
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.transfer.private_probe import (
     CENTRE,
-    ProbeSettings,
+    PrivateProbeSettings,
     calibrate,
     composed_epsilon,
     fit_probe,
@@ -97,7 +97,9 @@ def test_the_papers_table23_noise_gives_epsilon_1_and_8():
 @pytest.mark.parametrize("ratio", [None, 1.5, 71 / 43])
 @pytest.mark.parametrize("epsilon", [1.0, 8.0])
 def test_calibration_hits_the_target_epsilon(ratio, epsilon):
-    settings = ProbeSettings(epsilon=epsilon, delta=TABLE23_DELTA, steps=100, feature_norm=50.0, sigma_ratio=ratio)
+    settings = PrivateProbeSettings(
+        epsilon=epsilon, delta=TABLE23_DELTA, steps=100, feature_norm=50.0, sigma_ratio=ratio
+    )
     found = calibrate(settings)
     assert found["epsilon"] == pytest.approx(epsilon, rel=1e-6)
     assert composed_epsilon(found["sigma_mean"], found["sigma_sgd"], 100, TABLE23_DELTA) == pytest.approx(
@@ -108,7 +110,7 @@ def test_calibration_hits_the_target_epsilon(ratio, epsilon):
     else:
         assert found["sigma_mean"] == pytest.approx(ratio * found["sigma_sgd"])
     given = calibrate(
-        ProbeSettings(
+        PrivateProbeSettings(
             epsilon=None,
             noise_multiplier=found["sigma_sgd"],
             delta=TABLE23_DELTA,
@@ -125,7 +127,7 @@ def test_one_step_equals_a_naive_reference_on_centred_features(tmp_path):
     n, width, classes, lr, seed = 24, 5, 3, 10.0, 4
     train, labels = blobs(n, width, classes, seed=1, offset=2.0)
     test, _ = blobs(10, width, classes, seed=2, offset=2.0)
-    settings = ProbeSettings(
+    settings = PrivateProbeSettings(
         epsilon=4.0, delta=1e-5, steps=1, lr=lr, feature_norm=3.0, sigma_ratio=1.5, seed=seed, micro_batch=5
     )
     randomness = RunRandomness.secret(tmp_path)
@@ -162,7 +164,7 @@ def test_the_probe_learns_separable_features(centring):
             test,
             test_labels,
             3,
-            ProbeSettings(epsilon=epsilon, delta=1e-5, steps=20, randomness="seeded", **centring),
+            PrivateProbeSettings(epsilon=epsilon, delta=1e-5, steps=20, randomness="seeded", **centring),
         )
         print(centring, epsilon, result["accuracy"])
         assert result["accuracy"] > 80.0  # chance: 33%
@@ -173,8 +175,8 @@ def test_result_is_json_able_and_deterministic_when_seeded_and_not_when_secret(t
     import json
 
     train, labels = blobs(60, 6, 3, seed=7)
-    settings = ProbeSettings(epsilon=2.0, delta=1e-5, steps=5, feature_norm=10.0, sigma_ratio=2.0)
-    seeded = ProbeSettings(**(settings.__dict__ | {"randomness": "seeded"}))
+    settings = PrivateProbeSettings(epsilon=2.0, delta=1e-5, steps=5, feature_norm=10.0, sigma_ratio=2.0)
+    seeded = PrivateProbeSettings(**(settings.__dict__ | {"randomness": "seeded"}))
     first, second = (train_probe(train, labels, train, labels, 3, seeded) for _ in range(2))
     first.pop("seconds"), second.pop("seconds")
     assert json.loads(json.dumps(first)) == first == second
@@ -208,5 +210,7 @@ X, Y = blobs(10, 4, 2, seed=8)
 def test_bad_settings_and_features_are_refused_in_one_line(change, features, match):
     train, labels, test, test_labels = features or (X, Y, X, Y)
     with pytest.raises(DpvipInputError, match=match) as err:
-        train_probe(train, labels, test, test_labels, 2, ProbeSettings(**({"epsilon": 1.0, "delta": 1e-5} | change)))
+        train_probe(
+            train, labels, test, test_labels, 2, PrivateProbeSettings(**({"epsilon": 1.0, "delta": 1e-5} | change))
+        )
     assert "\n" not in str(err.value)

@@ -20,7 +20,7 @@ from dpvip.privacy.randomness import RunRandomness, key_path
 from dpvip.transfer import jobs
 from dpvip.transfer.cache import cache_features
 from dpvip.transfer.head import HeadSettings, train_head
-from dpvip.transfer.private_probe import ProbeSettings, train_probe
+from dpvip.transfer.private_probe import PrivateProbeSettings, train_probe
 from dpvip.train.resume import LoopState
 from dpvip.transfer.rows import Rows, ShardedRows, TensorRows
 
@@ -35,7 +35,9 @@ TEST = TRAIN[0, :20] + 0.1
 HEAD = HeadSettings(
     optimizer="lamb", lr=0.05, batch_fraction=0.5, epochs=2, epsilon=4.0, delta=1e-5, accountant="rdp", micro_batch=8
 )
-PROBE = ProbeSettings(epsilon=4.0, delta=1e-5, steps=4, lr=2.0, feature_norm=3.0, sigma_ratio=1.5, micro_batch=16)
+PROBE = PrivateProbeSettings(
+    epsilon=4.0, delta=1e-5, steps=4, lr=2.0, feature_norm=3.0, sigma_ratio=1.5, micro_batch=16
+)
 
 
 class Reads:

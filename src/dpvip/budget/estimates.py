@@ -357,7 +357,7 @@ def _transfer_features(job: WorkflowJob, facts: Facts) -> JobBudget:
 def _head_run(run, facts: Facts, dataset_specs: dict) -> tuple[int, int, float, str]:
     """(FLOPs, steps, examples per step, model) of one head or probe run of a study."""
     from dpvip.transfer.head import HeadSettings
-    from dpvip.transfer.private_probe import ProbeSettings
+    from dpvip.transfer.private_probe import PrivateProbeSettings
 
     features = run.features
     data = facts.sizes.of(features.dataset, dataset_specs.get(features.dataset))
@@ -374,7 +374,7 @@ def _head_run(run, facts: Facts, dataset_specs: dict) -> tuple[int, int, float, 
         settings = HeadSettings(**values)
         private, steps, per_step = settings.epsilon is not None, settings.steps, settings.batch_fraction * train
     else:
-        settings = ProbeSettings(**run.settings)
+        settings = PrivateProbeSettings(**run.settings)
         private, steps, per_step = settings.private, settings.steps, data.train
     head = networks.linear_head(width, data.classes, private)
     return round(steps * per_step * head.train + data.test * head.forward), steps, per_step, f"{width}->{data.classes}"

@@ -44,7 +44,7 @@ def cmd_bench_dp_step(args: argparse.Namespace) -> int:
 
     size, decoder_depth = mae_variant(args.model)  # bad names fail before torch is imported
     MAESettings(size, image_size=args.image_size, patch_size=args.patch_size, decoder_depth=decoder_depth).check()
-    from dpvip.privacy.bench import BenchSetup, format_result, run_bench
+    from dpvip.bench import BenchSetup, format_result, run_bench
 
     setup = BenchSetup(
         args.model,

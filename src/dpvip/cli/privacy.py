@@ -9,7 +9,8 @@ from dataclasses import asdict
 from dpvip.cli._common import OneLineParser, command_group, open_unit_interval, positive_float, positive_int
 from dpvip.cli._common import print_record, sample_rate
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import ACCOUNTANTS, AUDITED_MECHANISMS
+from dpvip.audit import AUDITED_MECHANISMS
+from dpvip.privacy import ACCOUNTANTS
 
 # Accounting loads opacus and dp-accounting only where a number is computed.
 
@@ -58,8 +59,8 @@ def cmd_sigma(args: argparse.Namespace) -> int:
 
 def cmd_audit_empirical(args: argparse.Namespace) -> int:
     from dpvip.files import read_json
-    from dpvip.privacy.auditing import AuditSettings, audit_summary
-    from dpvip.privacy.canaries import AuditMechanism, audit_mechanism, mechanism_from_ledger
+    from dpvip.audit.bounds import AuditSettings, audit_summary
+    from dpvip.audit.canaries import AuditMechanism, audit_mechanism, mechanism_from_ledger
 
     settings = AuditSettings(
         args.canaries,
@@ -150,7 +151,7 @@ def add_commands(commands) -> None:
         "--accountant", choices=ACCOUNTANTS, default="prv", help="without --ledger: how sigma is calibrated"
     )
     audit.add_argument("--clip-norm", type=positive_float, default=1.0, help="per-example clipping norm C")
-    from dpvip.privacy.auditing import AuditSettings  # numpy only: the parser stays light
+    from dpvip.audit.bounds import AuditSettings  # numpy only: the parser stays light
 
     defaults = AuditSettings()
     audit.add_argument("--canaries", type=int, default=defaults.canaries, help="gradient canaries per run (even)")

@@ -110,7 +110,7 @@ class Run:
     row: str
     column: str
     features: FeatureSet
-    settings: dict = field(hash=False)  # HeadSettings or ProbeSettings fields
+    settings: dict = field(hash=False)  # HeadSettings or PrivateProbeSettings fields
 
     @property
     def key(self) -> str:

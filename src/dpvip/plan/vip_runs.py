@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
 from dpvip.models import mae_size, mae_variant
-from dpvip.privacy import check_delta, run_options
+from dpvip.privacy import refuse_large_delta, run_options
 from dpvip.plan.dp_pretrain import DPPretrainSettings
 
 ABLATIONS = (
@@ -98,7 +98,7 @@ def expand_runs(
             if dataset_examples:
                 examples = settings.examples_of(dataset_examples)
                 settings.sample_rate(examples)
-                check_delta(settings.delta_for(examples), examples, settings.allow_large_delta)
+                refuse_large_delta(settings.delta_for(examples), examples, settings.allow_large_delta)
         except DpvipInputError as err:
             raise DpvipInputError(f"dp_pretrain run {name}: {err}") from None
         if init is not None and init not in syn_vip_models:

@@ -99,7 +99,7 @@ def check_steps(steps: int) -> None:
         raise DpvipInputError(f"steps {steps} must be a positive integer")
 
 
-def check_delta(delta: float) -> None:
+def check_delta_range(delta: float) -> None:
     if not 0.0 < delta < 1.0:
         raise DpvipInputError(f"delta {delta} is outside (0, 1)")
 
@@ -170,7 +170,7 @@ def _composed_epsilon(method: str, mechanisms: tuple[Mechanism, ...], delta: flo
 
 def epsilon(mechanisms: Sequence[Mechanism], delta: float, accountant: str) -> Spent:
     """Epsilon at `delta` of composing `mechanisms`, under `accountant`."""
-    check_delta(delta)
+    check_delta_range(delta)
     check_accountant(accountant)
     if not mechanisms:
         raise DpvipInputError("no mechanism given to account for")
@@ -270,7 +270,7 @@ def noise_multiplier(
     `target_epsilon` at `delta`; the returned epsilon is the one actually spent."""
     check_sample_rate(sample_rate)
     check_steps(steps)
-    check_delta(delta)
+    check_delta_range(delta)
     check_accountant(accountant)
     if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
         raise DpvipInputError(f"target epsilon {target_epsilon} must be a positive finite number")

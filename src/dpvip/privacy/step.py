@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import check_delta
+from dpvip.privacy import refuse_large_delta
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.noise import noise_stream, privatize_
@@ -72,7 +72,7 @@ class DPStep:
         allow_large_delta: bool = False,
     ):
         if ledger is not None:
-            check_delta(ledger.delta, examples, allow_large_delta)
+            refuse_large_delta(ledger.delta, examples, allow_large_delta)
             sample_rate, steps = ledger.sample_rate, ledger.planned_steps
             # the ledger records where the randomness comes from and what n its delta is about
             ledger = ledger.of_run(randomness.mode, examples)

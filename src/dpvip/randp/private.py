@@ -32,7 +32,7 @@ from dpvip.evaluate.accuracy import classifier_accuracy
 from dpvip.files import sha256
 from dpvip.models.wrn import WideResNet
 from dpvip.privacy.clipping import ClippedGradientSum
-from dpvip.privacy.ema import EMA
+from dpvip.randp.ema import EMA
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
 from dpvip.privacy.randomness import RunRandomness, release_key

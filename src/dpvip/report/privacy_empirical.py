@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from dpvip.privacy.auditing import AUDIT_COLUMNS, CANNOT_REFUTE, VALID_BOUNDS, cannot_refute
+from dpvip.audit.bounds import AUDIT_COLUMNS, CANNOT_REFUTE, VALID_BOUNDS, cannot_refute
 
 COLUMNS = {
     "mechanism": "mechanism",

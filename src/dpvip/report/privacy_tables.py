@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dpvip.privacy import ACCOUNTANTS, ROUNDING_SLACK
+from dpvip.audit import ROUNDING_SLACK
+from dpvip.privacy import ACCOUNTANTS
 
 
 def audit_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -5,7 +5,7 @@ using every core) and once split over worker processes (one thread each, as Snak
 one shard job per core). For StyleGAN-Oriented it also renders the same images one at a
 time, which shows what batching buys. Reference: the authors' own generators, measured on
 this machine at 128 px on 2 cores, made 1.7 (StyleGAN-Oriented) and 1.9-2.6 (dead leaves)
-images/s; DESIGN.md asks for >= 20.
+images/s; the target is >= 20.
 """
 
 from __future__ import annotations

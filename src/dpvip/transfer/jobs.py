@@ -151,7 +151,7 @@ def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
             progress,
             held,
         )
-    from dpvip.transfer.private_probe import ProbeSettings, train_probe
+    from dpvip.transfer.private_probe import PrivateProbeSettings, train_probe
 
     return train_probe(
         cached.train[0],
@@ -159,7 +159,7 @@ def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
         cached.test,
         cached.test_labels,
         cached.classes,
-        ProbeSettings(**run.settings),
+        PrivateProbeSettings(**run.settings),
         randomness,
         _device(),
         state,

@@ -76,7 +76,7 @@ STATISTICS_BYTES = 1 << 30  # bound on a micro-batch's float64 copy while the pr
 
 
 @dataclass(frozen=True)
-class ProbeSettings:
+class PrivateProbeSettings:
     epsilon: float | None  # None (and no noise_multiplier): without privacy
     delta: float
     steps: int = 100
@@ -198,7 +198,7 @@ def composed_epsilon(sigma_mean: float | None, sigma_sgd: float, steps: int, del
     return gaussian.epsilon_for_delta(composed_mu(sigma_mean, sigma_sgd, steps), delta)
 
 
-def calibrate(settings: ProbeSettings) -> dict:
+def calibrate(settings: PrivateProbeSettings) -> dict:
     """sigma_1 (None without centring) and sigma_2 of a private run, its mu and epsilon."""
     settings.check()
     if not settings.private:
@@ -225,7 +225,7 @@ def calibrate(settings: ProbeSettings) -> dict:
     }
 
 
-def sgd_ledger(settings: ProbeSettings, privacy: dict) -> PrivacyLedger:
+def sgd_ledger(settings: PrivateProbeSettings, privacy: dict) -> PrivacyLedger:
     """The ledger of the full-batch gradient steps (sigma_2): it counts them and gives the
     step its noise (pld accounts q = 1 exactly). The run reports the epsilon of these steps
     composed with the private mean (`privacy`), which is its budget here."""
@@ -251,7 +251,7 @@ class ProbeInputs:
         return features
 
 
-def statistics_rows(settings: ProbeSettings, width: int) -> int:
+def statistics_rows(settings: PrivateProbeSettings, width: int) -> int:
     """Rows per micro-batch of the centring statistics: the run's micro-batch, fewer when
     their float64 copy would pass STATISTICS_BYTES (ImageNet blocks4: 3,640 rows)."""
     return max(1, min(int(settings.micro_batch), STATISTICS_BYTES // (8 * width)))
@@ -262,7 +262,7 @@ def fit_probe(
     train_labels: torch.Tensor,
     test,
     classes: int,
-    settings: ProbeSettings,
+    settings: PrivateProbeSettings,
     randomness: RunRandomness | None = None,
     device: torch.device | str | None = None,
     state: LoopState | None = None,
@@ -359,7 +359,7 @@ def train_probe(
     test,
     test_labels: torch.Tensor,
     classes: int,
-    settings: ProbeSettings,
+    settings: PrivateProbeSettings,
     randomness: RunRandomness | None = None,
     device: torch.device | str | None = None,
     state: LoopState | None = None,

@@ -1,7 +1,7 @@
 import pytest
 
 from dpvip.privacy.accounting import Mechanism, epsilon
-from dpvip.privacy.curves import epsilon_curve, step_grid
+from dpvip.audit.curves import epsilon_curve, step_grid
 
 
 def test_step_grid_spans_the_run():

@@ -28,8 +28,8 @@ import time
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.bench.heap import set_heap
-from dpvip.privacy.bench.methods import METHOD_CLASSES, BenchSetup, Method, make_methods, max_relative_difference
+from dpvip.bench.heap import set_heap
+from dpvip.bench.methods import METHOD_CLASSES, BenchSetup, Method, make_methods, max_relative_difference
 
 
 def _synchronise(device: str) -> None:

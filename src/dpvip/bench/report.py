@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.bench.heap import check_heap_mode, heap_description
-from dpvip.privacy.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method
-from dpvip.privacy.bench.methods import (
+from dpvip.bench.heap import check_heap_mode, heap_description
+from dpvip.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method
+from dpvip.bench.methods import (
     CLIP_NORM,
     EXPECTED_WARNINGS,
     METHOD_CLASSES,
@@ -29,9 +29,9 @@ from dpvip.privacy.bench.methods import (
 )
 from dpvip.privacy.noise import add_gaussian_noise_, noise_stream
 from dpvip.privacy.randomness import RunRandomness
-from dpvip.privacy.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
+from dpvip.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
 
-TARGET_TIME_RATIO, TARGET_MEMORY_RATIO = 1.10, 1.15  # DESIGN.md, "Performance targets"
+TARGET_TIME_RATIO, TARGET_MEMORY_RATIO = 1.10, 1.15  # the project's targets (docs/measurements.md)
 # torch's CPU allocator puts tensors of 2 MB or more on transparent huge pages when this is
 # set (read once, at the first allocation): a 2 MB page fault instead of 512 small ones.
 HUGE_PAGES_VARIABLE = "THP_MEM_ALLOC_ENABLE"
@@ -217,8 +217,7 @@ def format_result(result: BenchResult) -> str:
             + " (page faults are a large, variable share of a CPU step; a GPU's caching allocator has none)"
         )
     lines += [
-        f"targets (DESIGN.md): ours <= {TARGET_TIME_RATIO:.2f}x time, "
-        f"<= {TARGET_MEMORY_RATIO:.2f}x memory of nonprivate",
+        f"targets: ours <= {TARGET_TIME_RATIO:.2f}x time, <= {TARGET_MEMORY_RATIO:.2f}x memory of nonprivate",
         "",
         f"{'method':<14} {'s/step':>9} {'time':>7} {'CPU s':>8} {'CPU':>7} {'peak MB':>9} {'memory':>7}",
     ]

@@ -8,9 +8,9 @@ their exactly equivalent single Gaussian mechanism.
 
 from __future__ import annotations
 
-from dpvip.privacy import ROUNDING_SLACK
+from dpvip.audit import ROUNDING_SLACK
 from dpvip.privacy.accounting import ACCOUNTANTS, Mechanism, epsilon, noise_multiplier
-from dpvip.privacy.claims import Claim
+from dpvip.audit.claims import Claim
 from dpvip.privacy.gaussian import composed_sigma
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from dpvip.privacy.bench import EXPECTED_WARNINGS, METHODS, BenchSetup, make_methods, max_relative_difference
+from dpvip.bench import EXPECTED_WARNINGS, METHODS, BenchSetup, make_methods, max_relative_difference
 from dpvip.errors import DpvipInputError
 from dpvip.synthetic.family import thread_invariant
 from conftest import run_dpvip
@@ -131,7 +131,7 @@ def test_the_vip_base_preset_sets_the_shape_and_flags_override_it():
 
 
 def test_round_ratios_pair_each_step_with_the_non_private_step_of_its_round():
-    from dpvip.privacy.bench import BenchResult, format_result
+    from dpvip.bench import BenchResult, format_result
 
     # The load doubles every round; each round's pair of steps still says 1.1x of wall time.
     samples = {
@@ -154,7 +154,7 @@ def test_round_ratios_pair_each_step_with_the_non_private_step_of_its_round():
 
 
 def test_the_report_reads_glibc_malloc_tunables_from_the_environment(monkeypatch):
-    from dpvip.privacy.bench.report import malloc_tunables
+    from dpvip.bench.report import malloc_tunables
 
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     assert malloc_tunables() == "defaults"
@@ -164,8 +164,8 @@ def test_the_report_reads_glibc_malloc_tunables_from_the_environment(monkeypatch
 
 HEAP_PROBE = """
 import re, sys, torch
-from dpvip.privacy.bench.heap import set_heap
-from dpvip.privacy.bench.memory import _fix_mmap_threshold
+from dpvip.bench.heap import set_heap
+from dpvip.bench.memory import _fix_mmap_threshold
 
 def rss_mb():
     with open("/proc/self/status") as status:
@@ -200,8 +200,8 @@ def test_a_kept_heap_holds_on_to_freed_memory(mode, kept):
 
 def test_an_unknown_heap_mode_is_refused_by_name():
     from dpvip.errors import DpvipInputError
-    from dpvip.privacy.bench import run_bench
-    from dpvip.privacy.bench.heap import set_heap
+    from dpvip.bench import run_bench
+    from dpvip.bench.heap import set_heap
 
     with pytest.raises(DpvipInputError, match="heap mode 'cached'"):
         set_heap("cached")

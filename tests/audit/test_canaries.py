@@ -1,4 +1,4 @@
-"""White-box gradient canaries through the real DP step (dpvip.privacy.canaries): the scores
+"""White-box gradient canaries through the real DP step (dpvip.audit.canaries): the scores
 have the law the mechanism promises; a correct run's audit stays at or below its claimed
 epsilon; and each injected bug (noise halved, a layer left unclipped, a step not charged)
 makes the one-run audit's lower bound exceed the epsilon the run claims.
@@ -17,8 +17,8 @@ import pytest
 from mutations import halve_noise, leave_a_step_uncharged, noise_on_every_rank, unclipped_second_layer
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import auditing
-from dpvip.privacy.canaries import AuditMechanism, audit_run
+from dpvip.audit import bounds as auditing
+from dpvip.audit.canaries import AuditMechanism, audit_run
 from dpvip.privacy.randomness import RunRandomness
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -90,7 +90,7 @@ def test_noise_on_every_rank_is_caught(monkeypatch):
     """Each of 2 ranks adds its own noise of std sigma C / 2 before the summing all-reduce: the
     sum carries sigma C / sqrt 2. The one-run bound misses it (measured 1.61-1.79 against 2);
     the Gaussian trade-off of the same run's 40,000 canaries does not (measured 2.80-2.89)."""
-    from dpvip.privacy.auditing import gdp_epsilon
+    from dpvip.audit.bounds import gdp_epsilon
 
     run = audit_run(MECHANISM, CANARIES, WIDTH, randomness=SEEDED, make_step=noise_on_every_rank(monkeypatch), world=2)
     assert run.sums[~run.included].std() == pytest.approx(run.noise_multiplier / 2**0.5, rel=0.03)
@@ -105,7 +105,7 @@ def test_noise_on_every_rank_is_caught(monkeypatch):
 def test_the_likelihood_ratio_score_is_the_mixture_against_the_noise():
     from scipy import stats
 
-    from dpvip.privacy.canaries import likelihood_ratio
+    from dpvip.audit.canaries import likelihood_ratio
 
     y = np.array([[0.3, -1.0, 2.5], [1.2, 0.0, -0.4]])  # T = 2 steps, 3 canaries
     q, sigma = 0.1, 0.8
@@ -160,7 +160,7 @@ def test_bad_audits_are_refused_in_one_line(mechanism, canaries, message):
 
 
 def test_a_mechanism_is_read_from_each_kind_of_run_record():
-    from dpvip.privacy.canaries import mechanism_from_ledger
+    from dpvip.audit.canaries import mechanism_from_ledger
 
     dp = {"accountant": "rdp", "sample_rate": 0.0625, "noise_multiplier": 0.9, "planned_steps": 16}
     dp |= {"epsilon_spent": 7.9, "delta": 1 / 4096, "clip_norm": 0.1, "randomness": "secret", "private": True}
@@ -176,8 +176,8 @@ def test_a_mechanism_is_read_from_each_kind_of_run_record():
 
 
 def test_audit_mechanism_reports_both_bounds_beside_the_claim():
-    from dpvip.privacy.auditing import AuditSettings
-    from dpvip.privacy.canaries import audit_mechanism
+    from dpvip.audit.bounds import AuditSettings
+    from dpvip.audit.canaries import audit_mechanism
 
     record = audit_mechanism(MECHANISM, AuditSettings(canaries=4000, width=50, guesses=50, runs=2))
     assert record["claimed_epsilon"] == pytest.approx(2.0, rel=1e-6)

@@ -29,8 +29,8 @@ from dataclasses import replace
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.bench.heap import M_MMAP_THRESHOLD, mallopt
-from dpvip.privacy.bench.methods import BenchSetup, make_methods
+from dpvip.bench.heap import M_MMAP_THRESHOLD, mallopt
+from dpvip.bench.methods import BenchSetup, make_methods
 
 MEMORY_STEPS = 2  # steps of a fresh model and optimizer over which peak memory grows
 MEMORY_MODES = ("live", "rss")

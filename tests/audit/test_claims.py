@@ -3,7 +3,7 @@ import re
 import pytest
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.claims import load_claims
+from dpvip.audit.claims import load_claims
 
 
 def test_claims_cover_every_setting_the_issue_names(root):

@@ -1,5 +1,5 @@
 """`dpvip bench dp-step`: one DP-AdamW training step of an MAE by several per-example
-gradient methods, side by side on the same model, batch and mask noise, against the
+gradient methods (dpvip's own `DPStep` among them), side by side on the same model, batch and mask noise, against the
 non-private step of the same model and batch.
 
 Modules: `methods` (the setup, the methods `nonprivate`, `ours`, `vmap`, `opacus_hooks`,
@@ -10,8 +10,8 @@ resident set), `report` (`run_bench`, `BenchResult`, `format_result`). The names
 the command line and the tests are re-exported here.
 """
 
-from dpvip.privacy.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method
-from dpvip.privacy.bench.methods import (
+from dpvip.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method
+from dpvip.bench.methods import (
     CLIP_NORM,
     EXPECTED_WARNINGS,
     LEARNING_RATE,
@@ -25,8 +25,8 @@ from dpvip.privacy.bench.methods import (
     max_relative_difference,
     trainable,
 )
-from dpvip.privacy.bench.report import TARGET_MEMORY_RATIO, TARGET_TIME_RATIO, BenchResult, format_result, run_bench
-from dpvip.privacy.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
+from dpvip.bench.report import TARGET_MEMORY_RATIO, TARGET_TIME_RATIO, BenchResult, format_result, run_bench
+from dpvip.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
 
 __all__ = [
     "CLIP_NORM",

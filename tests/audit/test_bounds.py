@@ -1,4 +1,4 @@
-"""The empirical audits' statistics (dpvip.privacy.auditing), cross-checked by Monte Carlo on
+"""The empirical audits' statistics (dpvip.audit.bounds), cross-checked by Monte Carlo on
 mechanisms whose epsilon is known exactly: randomized response (for which Steinke et al.'s
 one-run bound is tight) and the Gaussian mechanism (the tight audit's trade-off). A valid
 bound exceeds the true epsilon in at most 1 - confidence of experiments; a useful one comes
@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.auditing import (
+from dpvip.audit.bounds import (
     clopper_pearson_upper,
     gaussian_epsilon,
     gdp_epsilon,

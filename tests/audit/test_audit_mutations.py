@@ -24,8 +24,8 @@ from __future__ import annotations
 import pytest
 from mutations import halve_noise, leave_a_step_uncharged, noise_on_every_rank, unclipped_second_layer
 
-from dpvip.privacy.auditing import VALID_BOUNDS, AuditSettings
-from dpvip.privacy.canaries import AuditMechanism, audit_mechanism
+from dpvip.audit.bounds import VALID_BOUNDS, AuditSettings
+from dpvip.audit.canaries import AuditMechanism, audit_mechanism
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("torch_one_thread")]
 

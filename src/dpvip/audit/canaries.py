@@ -33,8 +33,9 @@ import torch
 from torch import nn
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy import ACCOUNTANTS, AUDITED_MECHANISMS
-from dpvip.privacy.auditing import (
+from dpvip.audit import AUDITED_MECHANISMS
+from dpvip.privacy import ACCOUNTANTS
+from dpvip.audit.bounds import (
     AuditSettings,
     check_canaries,
     gdp_epsilon,
@@ -45,7 +46,7 @@ from dpvip.privacy.auditing import (
     tight_power,
 )
 from dpvip.privacy.clipping import ClippedGradientSum
-from dpvip.privacy.input_canaries import black_box_run
+from dpvip.audit.input_canaries import black_box_run
 from dpvip.privacy.ledger import PrivacyLedger, ledgers
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.step import DPStep

@@ -1,4 +1,4 @@
-"""Black-box input canaries (dpvip.privacy.input_canaries): the dots sit where no digit is; a
+"""Black-box input canaries (dpvip.audit.input_canaries): the dots sit where no digit is; a
 run with almost no noise gives its members away from the final model alone; a correct run
 stays at or below its claim; the MAE's noise canaries go through the same DP step."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.auditing import one_run_bound
-from dpvip.privacy.canaries import AuditMechanism
-from dpvip.privacy.input_canaries import black_box_run, classifier_data, free_positions
+from dpvip.audit.bounds import one_run_bound
+from dpvip.audit.canaries import AuditMechanism
+from dpvip.audit.input_canaries import black_box_run, classifier_data, free_positions
 from dpvip.privacy.randomness import RunRandomness
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from dpvip.privacy.ema import EMA, ema_decay
+from dpvip.randp.ema import EMA, ema_decay
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -1,9 +1,9 @@
 import pytest
 
 from dpvip.privacy.gaussian import composed_sigma
-from dpvip.privacy.audit import audit_claim, verdict
+from dpvip.audit.claim_check import audit_claim, verdict
 from dpvip.report.privacy_tables import audit_frame, audit_notes
-from dpvip.privacy.claims import load_claims
+from dpvip.audit.claims import load_claims
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution
 
-from dpvip.privacy.accounting import PLD_DISCRETIZATION, Mechanism, check_delta, epsilon
+from dpvip.privacy.accounting import PLD_DISCRETIZATION, Mechanism, check_delta_range, epsilon
 
 
 def epsilon_curve(sample_rate: float, sigma: float, steps: Sequence[int], delta: float, accountant: str) -> list[float]:
@@ -16,7 +16,7 @@ def epsilon_curve(sample_rate: float, sigma: float, steps: Sequence[int], delta:
     PLD builds the one-step loss distribution once and self-composes it per point;
     the other accountants are cheap enough to evaluate per point.
     """
-    check_delta(delta)
+    check_delta_range(delta)
     steps = [int(s) for s in steps]
     if any(b <= a for a, b in zip(steps, steps[1:])):
         raise ValueError("step counts must be strictly increasing")

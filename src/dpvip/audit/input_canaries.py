@@ -15,7 +15,7 @@ The run is the mechanism's (accountant, q, T, C, delta, sigma) through the one D
   uniform noise; the score is how much the reconstruction loss on the canary fell from the
   initial model (fixed masks).
 
-The one-run audit (Steinke et al.) reads these scores as `dpvip.privacy.auditing` reads the
+The one-run audit (Steinke et al.) reads these scores as `dpvip.audit.bounds` reads the
 white-box ones. Black-box bounds are far below white-box ones at the same epsilon (the
 attacker sees T updates as one model): they say what a user of the released model can show.
 """
@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.auditing import check_canaries
+from dpvip.audit.bounds import check_canaries
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.step import DPStep
