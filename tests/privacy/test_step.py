@@ -445,3 +445,42 @@ def test_the_noise_comes_from_the_runs_key(tmp_path):
     first, second = RunRandomness.secret(tmp_path / "a"), RunRandomness.secret(tmp_path / "b")
     assert not torch.equal(update(first), update(second))
     assert torch.equal(update(first), update(RunRandomness.secret(tmp_path / "a")))
+
+
+def test_a_run_resumed_from_its_state_dict_is_the_uninterrupted_run():
+    """state_dict / load_state_dict carry the ledger and the optimizer (momentum here): 2
+    steps, a checkpoint, a fresh DPStep resumed from it for the 3rd = 3 steps in one go."""
+    ledger = PrivacyLedger.calibrate("rdp", 0.2, 3, 2.0, 1e-5, 0.3)
+    torch.manual_seed(0)
+    whole, whole_step = tiny_step(ledger)
+    start = copy.deepcopy(whole.state_dict())
+    for step in range(3):
+        whole_step(step, micro_batches(whole, whole_step.batch(step)))
+    torch.manual_seed(0)
+    first, first_step = tiny_step(ledger)
+    first.load_state_dict(start)
+    for step in range(2):
+        first_step(step, micro_batches(first, first_step.batch(step)))
+    saved = copy.deepcopy({"model": first.state_dict(), **first_step.state_dict()})
+    assert saved["privacy"]["steps_done"] == 2 and saved["optimizer"]["state"]  # momentum kept
+    resumed, resumed_step = tiny_step(ledger)
+    resumed.load_state_dict(saved["model"])
+    resumed_step.load_state_dict(saved, 2, "state.pt")
+    resumed_step(2, micro_batches(resumed, resumed_step.batch(2)))
+    assert resumed_step.ledger.steps_done == 3
+    for got, want in zip(resumed.parameters(), whole.parameters()):
+        assert torch.equal(got, want)
+    resumed_step.close()
+    assert not any(layer._forward_hooks for layer in resumed.modules())
+
+
+def test_a_state_without_a_ledger_or_of_another_mechanism_is_refused():
+    ledger = PrivacyLedger.calibrate("rdp", 0.2, 3, 2.0, 1e-5, 0.3)
+    _, dp_step = tiny_step(ledger)
+    with pytest.raises(DpvipInputError, match="state.pt holds no privacy ledger"):
+        dp_step.load_state_dict({"privacy": None}, 0, "state.pt")
+    other = tiny_step(PrivacyLedger.calibrate("rdp", 0.2, 3, 4.0, 1e-5, 0.3))[1].state_dict()
+    with pytest.raises(DpvipInputError, match="noise_multiplier"):
+        dp_step.load_state_dict(other, 0, "state.pt")
+    with pytest.raises(DpvipInputError, match="counts 0 steps, its state 1"):
+        dp_step.load_state_dict(dp_step.state_dict(), 1, "state.pt")

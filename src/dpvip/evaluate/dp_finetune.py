@@ -200,9 +200,8 @@ def train_dp_classifier(
             state = saved.restore()
             if state:
                 classifier.load_state_dict(state["model"])
-                optimizer.load_state_dict(state["optimizer"])
+                dp_step.load_state_dict(state, state["step"], str(saved.path))  # ledger and optimizer
                 scheduler.load_state_dict(state["scheduler"])
-                dp_step.ledger = dp_step.ledger.resumed(state["privacy"], state["step"], str(saved.path))
                 sizes, clipped, start = list(state["batch_sizes"]), state["clipped"], state["step"]
             steps = range(start, settings.steps)
             for step in tqdm(
@@ -226,16 +225,15 @@ def train_dp_classifier(
                     step + 1,
                     lambda: {
                         "model": classifier.state_dict(),
-                        "optimizer": optimizer.state_dict(),
+                        **dp_step.state_dict(),  # ledger and optimizer
                         "scheduler": scheduler.state_dict(),
-                        "privacy": dp_step.ledger.record(),
                         "batch_sizes": sizes,
                         "clipped": clipped,
                     },
                     last=step + 1 == settings.steps,
                 )
     finally:
-        clipper.close()
+        dp_step.close()
     record = {
         "privacy": dp_step.ledger.record() | {"examples": examples},
         "batch_sizes": _summary(sizes, settings.batch_size),

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -130,3 +130,27 @@ class DPStep:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return StepReport(float(loss_sum), clipper.examples, int(clipped))
+
+    # --- checkpoints ------------------------------------------------------------------------
+    def state_dict(self, optimizer: bool = True) -> dict:
+        """What a checkpoint keeps of the DP run: the ledger (its mechanism and the steps
+        taken: the Poisson batches and the noise are functions of the key and the step number,
+        so the step count is all the position the sampler has) and the optimizer's state
+        (`optimizer=False` where the training loop saves it itself)."""
+        state = {"privacy": asdict(self.ledger) if self.ledger is not None else None}
+        return state | ({"optimizer": self.optimizer.state_dict()} if optimizer else {})
+
+    def load_state_dict(self, state: dict, step: int, where: str) -> None:
+        """Continue from a checkpoint's `state` (`where`: its file, for messages), whose loop
+        is at `step`: a DP run refuses a state without a ledger, a ledger of another mechanism
+        and one that counts other steps; then the optimizer's state, if the state has one."""
+        if self.ledger is not None:
+            if not state.get("privacy"):
+                raise DpvipInputError(f"{where} holds no privacy ledger; it is not a DP run's state")
+            self.ledger = self.ledger.resumed(state["privacy"], step, where)
+        if state.get("optimizer") is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+
+    def close(self) -> None:
+        """Take the clipper's hooks off the model (the model then trains or evaluates as usual)."""
+        self.clipper.close()

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import torch
 
-from dpvip.errors import DpvipInputError
 from dpvip.files import sha256, write_json
 from dpvip.models.checkpoint import load_mae
 from dpvip.models.mae import MaskedAutoencoder
@@ -121,12 +120,10 @@ class DPMAETraining(MAERun):
 
     # --- ledger in the state ---------------------------------------------------------------
     def extra_state(self) -> dict:
-        return {"privacy": self.ledger.record()}
+        return self.dp_step.state_dict(optimizer=False)  # the training run keeps the optimizer's
 
     def load_extra_state(self, state: dict) -> None:
-        if "privacy" not in state:
-            raise DpvipInputError(f"{self.state_path} holds no privacy ledger; it is not a DP run's state")
-        self.dp_step.ledger = self.ledger.resumed(state["privacy"], state["step"], str(self.state_path))
+        self.dp_step.load_state_dict({"privacy": state.get("privacy")}, state["step"], str(self.state_path))
 
     def log_fields(self) -> dict:
         return {

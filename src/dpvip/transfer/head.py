@@ -313,11 +313,12 @@ def fit_head(
     restored = state.restore(device) if state is not None else None
     if restored:
         head.load_state_dict(restored["head"])
-        optimizer.load_state_dict(restored["optimizer"])
+        if dp_step:
+            dp_step.load_state_dict(restored, restored["step"], str(state.path))  # ledger and optimizer
+        else:
+            optimizer.load_state_dict(restored["optimizer"])
         scheduler.load_state_dict(restored["scheduler"])
         first, sizes, seconds = restored["step"], list(restored["batch_sizes"]), restored["train_seconds"]
-        if dp_step:
-            dp_step.ledger = resumed_ledger(dp_step.ledger, restored, state)
 
     def take_step(step: int) -> None:
         stream = streams[settings.view(step, views=len(views))]
@@ -334,10 +335,9 @@ def fit_head(
     def snapshot() -> dict:
         return {
             "head": head.state_dict(),
-            "optimizer": optimizer.state_dict(),
+            **(dp_step.state_dict() if dp_step else {"optimizer": optimizer.state_dict(), "privacy": None}),
             "scheduler": scheduler.state_dict(),
             "batch_sizes": list(sizes),
-            "privacy": asdict(dp_step.ledger) if dp_step else None,
             "train_seconds": seconds + time.perf_counter() - started,
         }
 
@@ -345,7 +345,7 @@ def fit_head(
         run_steps(first, steps, take_step, state, snapshot, dp_step, "Mehta head", progress)
     finally:
         if dp_step:
-            dp_step.clipper.close()
+            dp_step.close()
     train_seconds = seconds + time.perf_counter() - started
     last = FeatureStream(views[settings.view(steps - 1, len(views))], train_labels, settings.micro_batch, device)
     _, train_loss = evaluate(head, last, sigmoid_loss)
@@ -354,13 +354,6 @@ def fit_head(
     # What the steps ran on: throughput per core needs the threads (CPU) or the device.
     hardware = {"device": device.type, "threads": torch.get_num_threads()}
     return head, record | hardware | {"train_seconds": train_seconds}
-
-
-def resumed_ledger(ledger: PrivacyLedger, restored: dict, state: LoopState) -> PrivacyLedger:
-    """The ledger a DP run's saved state holds, checked against the run's own."""
-    if restored.get("privacy") is None:
-        raise DpvipInputError(f"{state.path} holds no privacy ledger; it is not a DP run's state")
-    return ledger.resumed(restored["privacy"], restored["step"], str(state.path))
 
 
 def train_head(

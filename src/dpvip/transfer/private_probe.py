@@ -62,7 +62,6 @@ from dpvip.transfer.head import (
     evaluate,
     mean_gradient_step,
     private_step,
-    resumed_ledger,
     softmax_loss,
 )
 from dpvip.train.resume import LoopState
@@ -325,10 +324,11 @@ def fit_probe(
     first = 0
     if restored:
         probe.load_state_dict(restored["probe"])
-        optimizer.load_state_dict(restored["optimizer"])
-        first = restored["step"]
         if dp_step:
-            dp_step.ledger = resumed_ledger(dp_step.ledger, restored, state)
+            dp_step.load_state_dict(restored, restored["step"], str(state.path))  # ledger and optimizer
+        else:
+            optimizer.load_state_dict(restored["optimizer"])
+        first = restored["step"]
     stream = FeatureStream(rows, train_labels, settings.micro_batch, device, inputs, stop)
 
     def take_step(step: int) -> None:
@@ -340,16 +340,15 @@ def fit_probe(
     def snapshot() -> dict:
         return {
             "probe": probe.state_dict(),
-            "optimizer": optimizer.state_dict(),
+            **(dp_step.state_dict() if dp_step else {"optimizer": optimizer.state_dict(), "privacy": None}),
             "mean": inputs.mean,
-            "privacy": asdict(dp_step.ledger) if dp_step else None,
         }
 
     try:
         run_steps(first, settings.steps, take_step, state, snapshot, dp_step, "private probe", progress)
     finally:
         if dp_step:
-            dp_step.clipper.close()
+            dp_step.close()
     return probe, inputs, privacy
 
 
