@@ -232,6 +232,34 @@ def profile(out: Path, device: str, tiny: bool) -> dict:
     return summary
 
 
+def noise(device: str, tiny: bool) -> dict:
+    """The device's noise path (on CUDA: two keyed Philox streams XORed, then Box-Muller; on CPU:
+    keyed mt19937): N(0, 1) by its moments and a Kolmogorov-Smirnov test, the same stream
+    twice gives the same draws, another step other draws; and its time per coordinate."""
+    from scipy import stats
+
+    from dpvip.privacy.noise import gaussian_noise, noise_stream
+    from dpvip.privacy.randomness import RunRandomness
+
+    count = 2**16 if tiny else 2**24
+    randomness = RunRandomness.fresh()
+    draw = lambda step: gaussian_noise((count,), 1.0, noise_stream(randomness, step, torch.device(device)))  # noqa: E731
+    seconds, _, values = timed(device, lambda: draw(0))
+    again, other = draw(0), draw(1)
+    sample = values[: 2**20].double().cpu().numpy()
+    return {
+        "coordinates": count,
+        "seconds": seconds,
+        "mean": float(values.double().mean()),
+        "std": float(values.double().std()),
+        "kurtosis": float(stats.kurtosis(sample, fisher=False)),
+        "ks_pvalue": float(stats.kstest(sample, "norm").pvalue),
+        "same_stream_same_draws": bool(torch.equal(values, again)),
+        "other_step_equal_fraction": float((values == other).double().mean()),
+        "device": str(values.device),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
@@ -239,7 +267,7 @@ def main() -> int:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
     parser.add_argument("--tiny", action="store_true", help="micro shapes, for a CPU test")
     parser.add_argument("--finetune-batch", type=int, default=4096, help="DP fine-tuning's expected batch")
-    parser.add_argument("--parts", nargs="+", default=["dp_mae", "coco", "dp_finetune", "ade20k", "bench", "profile"])
+    parser.add_argument("--parts", nargs="+", default=["noise", "dp_mae", "coco", "dp_finetune", "ade20k", "bench", "profile"])
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("paper_steps: no CUDA device here")
@@ -266,6 +294,8 @@ def main() -> int:
                 report["coco"] = coco(work, args.device, args.tiny, checkpoint)
             elif part == "ade20k":
                 report["ade20k"] = ade20k(work, args.device, args.tiny, checkpoint)
+            elif part == "noise":
+                report["noise"] = noise(args.device, args.tiny)
             elif part == "profile":
                 report["profile"] = profile(out, args.device, args.tiny)
         except Exception as err:  # one part failing must not lose the others' numbers

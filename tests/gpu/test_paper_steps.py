@@ -17,11 +17,14 @@ def test_the_tiny_paper_steps_run_every_job_type(tmp_path):
     environment = os.environ | {"PYTHONPATH": str(SCRIPT.parents[2] / "src")}
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--device", "cpu", "--tiny",
-         "--parts", "dp_mae", "dp_finetune", "coco"],
+         "--parts", "noise", "dp_mae", "dp_finetune", "coco"],
         capture_output=True, text=True, env=environment, cwd=tmp_path, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads((tmp_path / "paper_steps.json").read_text())
+    noise = report["noise"]  # 65,536 draws: the moments within about 4 standard errors
+    assert abs(noise["mean"]) < 0.016 and abs(noise["std"] - 1) < 0.012 and abs(noise["kurtosis"] - 3) < 0.08
+    assert noise["ks_pvalue"] > 1e-4 and noise["same_stream_same_draws"] and noise["other_step_equal_fraction"] == 0
     dp_mae = report["dp_mae"]
     assert [row["step"] for row in dp_mae["steps"]] == [1, 2]
     assert 7.9 < dp_mae["epsilon_spent"] <= 8.0  # calibrated for its 2 steps at epsilon 8
