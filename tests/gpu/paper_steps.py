@@ -267,7 +267,8 @@ def main() -> int:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
     parser.add_argument("--tiny", action="store_true", help="micro shapes, for a CPU test")
     parser.add_argument("--finetune-batch", type=int, default=4096, help="DP fine-tuning's expected batch")
-    parser.add_argument("--parts", nargs="+", default=["noise", "dp_mae", "coco", "dp_finetune", "ade20k", "bench", "profile"])
+    parts = ["noise", "dp_mae", "coco", "dp_finetune", "ade20k", "bench", "profile"]
+    parser.add_argument("--parts", nargs="+", default=parts, choices=parts)
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("paper_steps: no CUDA device here")
