@@ -33,7 +33,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[ingest,test]'
+	# Everything: the core (the DP engine) and every extra (docs/development.md lists them).
+	$(BIN)/python -m pip install --quiet -e '.[workflow,eval,ingest,test]'
 	# img2dataset pins old pandas/webdataset; its runtime needs come from the `ingest` extra.
 	$(BIN)/python -m pip install --quiet --no-deps 'img2dataset>=1.45'
 	touch $@

@@ -269,3 +269,45 @@ def test_a_bad_input_whose_message_spans_lines_is_printed_on_one_line(monkeypatc
         capsys.readouterr().err
         == "dpvip: error: shard x.tar cannot be read: opened: - method gz: bad; - method tar: bad\n"
     )
+
+
+def pyproject_requirements(root) -> list[str]:
+    """pyproject.toml's dependencies as the installed package's metadata lists them."""
+    import tomllib
+
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    return [*project["dependencies"], *(f'{r}; extra == "{extra}"' for extra in extras for r in extras[extra])]
+
+
+def test_a_command_whose_extra_is_missing_names_it_on_one_line(root, monkeypatch, capsys):
+    """`pip install dpvip` is the engine alone: a command needing an extra's package says which
+    extra installs it (exit 2); a missing module that no extra lists is a real error."""
+    from dpvip import cli
+    from dpvip.cli import _common
+
+    requirements = pyproject_requirements(root)
+    monkeypatch.setattr(cli, "missing_extra", lambda module: _common.missing_extra(module, requirements))
+    args = ["privacy", "sigma", "--sample-rate", "0.1", "--steps", "10", "--epsilon", "1", "--delta", "1e-5"]
+    expected = {
+        "timm.optim": "needs timm, which the 'eval' extra installs: pip install 'dpvip[eval]'",
+        "yaml": "needs pyyaml, which the 'eval' or 'workflow' extra installs: pip install 'dpvip[eval]'",
+        "snakemake_interface_common.exceptions": "needs snakemake, which the 'workflow' extra installs: "
+        "pip install 'dpvip[workflow]'",
+        "cv2": "needs opencv-python-headless, which the 'ingest' extra installs: pip install 'dpvip[ingest]'",
+    }
+
+    def missing(module: str):
+        def handler(args):
+            raise ModuleNotFoundError(f"No module named '{module}'", name=module)
+
+        return handler
+
+    for module, advice in expected.items():
+        monkeypatch.setattr(cli.privacy, "cmd_sigma", missing(module))
+        assert cli.main(args) == 2
+        assert capsys.readouterr().err == f"dpvip: error: dpvip privacy sigma {advice}\n"
+    for module in ("numpy", "no_such_module"):  # a core dependency, and a module of no extra
+        monkeypatch.setattr(cli.privacy, "cmd_sigma", missing(module))
+        with pytest.raises(ModuleNotFoundError):
+            cli.main(args)

@@ -1,7 +1,7 @@
 """One source for defaults: a key the configuration leaves out gets the same value whether
 the workflow fills it (config/schema.yaml) or a settings class does (the `dpvip` command
 line, the library); and the conda environment of cluster jobs lists the package's
-dependencies."""
+dependencies and those of its `eval` and `workflow` extras."""
 
 from __future__ import annotations
 
@@ -73,9 +73,25 @@ def requirement_name(requirement: str) -> str:
 
 def test_the_cluster_environment_lists_the_packages_dependencies(root):
     """envs/dpvip.yaml (conda, for `--sdm conda`) runs jobs: every dependency of the package
-    with the same version bounds, except Snakemake and its executor, which run the workflow."""
-    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    and of its `eval` and `workflow` extras with the same version bounds, except Snakemake and
+    its executor, which run the workflow."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    required = {*project["dependencies"], *extras["eval"], *extras["workflow"]}
     environment = yaml.safe_load((root / "envs/dpvip.yaml").read_text())["dependencies"]
     pip = next(entry["pip"] for entry in environment if isinstance(entry, dict))
-    for_jobs = sorted(r.replace(" ", "") for r in project if not requirement_name(r).startswith("snakemake"))
+    for_jobs = sorted({r.replace(" ", "") for r in required if not requirement_name(r).startswith("snakemake")})
     assert sorted(r.replace(" ", "") for r in pip) == for_jobs
+
+
+def test_an_extra_gives_a_package_the_bounds_every_other_gives_it(root):
+    """A package listed by two extras (pyyaml: `eval` and `workflow`) is listed alike, and no
+    extra lists a core dependency again."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    core = {requirement_name(r) for r in project["dependencies"]}
+    seen: dict[str, str] = {}
+    for extra, requirements in project["optional-dependencies"].items():
+        for requirement in requirements:
+            name = requirement_name(requirement)
+            assert name not in core, f"extra {extra} lists {name}, a core dependency"
+            assert seen.setdefault(name, requirement) == requirement, f"{name}: {seen[name]} and {requirement}"

@@ -1,5 +1,6 @@
-"""What every `dpvip` command group shares: one-line errors with exit status 2, command
-groups, argument types, printing a record as text or JSON, relaunching under torchrun."""
+"""What every `dpvip` command group shares: one-line errors with exit status 2 (a missing
+extra's too), command groups, argument types, printing a record as text or JSON,
+relaunching under torchrun."""
 
 from __future__ import annotations
 
@@ -7,9 +8,50 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
+from importlib import metadata
 
 EXIT_BAD_INPUT = 2
+# Modules whose distribution has another name: the extra that installs them is looked up by it.
+DISTRIBUTIONS = {
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    "PIL": "pillow",
+    "cv2": "opencv-python-headless",
+    "exifread": "exifread-nocycle",
+    "snakemake_interface_common": "snakemake",
+    "snakemake_interface_executor_plugins": "snakemake",
+}
+EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def missing_extra(module: str, requirements: list[str] | None = None) -> str | None:
+    """What a command that could not import `module` lacks, on one line: the module's
+    distribution and the extras of dpvip that install it (read from `requirements`, by default
+    the installed dpvip's); None where no extra lists it (then its absence is a real error)."""
+    top = module.partition(".")[0]
+    distribution = DISTRIBUTIONS.get(top, top)
+    if requirements is None:
+        try:
+            requirements = metadata.requires("dpvip") or []
+        except metadata.PackageNotFoundError:
+            return None
+    extras = set()
+    for requirement in requirements:
+        name = re.split(r"[<>=!~ \[;(]", requirement.strip(), maxsplit=1)[0]
+        marker = EXTRA_MARKER.search(requirement)
+        if marker and canonical(name) == canonical(distribution):
+            extras.add(marker.group(1))
+    if not extras:
+        return None
+    which = " or ".join(f"'{extra}'" for extra in sorted(extras))
+    return f"needs {distribution}, which the {which} extra installs: pip install 'dpvip[{min(extras)}]'"
 
 
 class OneLineParser(argparse.ArgumentParser):
