@@ -115,6 +115,15 @@ def _flat_clipped_sum(per_example: list[torch.Tensor], clip_norm: float) -> list
     return [torch.tensordot(factors, g.float(), dims=1) for g in per_example]
 
 
+def _refuse_functorch_fallback(module, model: nn.Module) -> None:
+    """opacus times its hooks here, never its functorch fallback: a layer without a grad
+    sampler would make the comparison one of another method."""
+    layers = module.iterate_submodules(model)
+    fallback = [type(layer).__name__ for layer in layers if type(layer) not in module.GRAD_SAMPLERS]
+    if fallback:
+        raise RuntimeError(f"opacus would use functorch, not hooks, for {', '.join(fallback)}")
+
+
 class Method:
     """A full training step on its own copy of the model (methods attach hooks to theirs)."""
 
@@ -226,13 +235,7 @@ class OpacusHooks(Method):
         from opacus.grad_sample import GradSampleModule
 
         self.module = GradSampleModule(model, batch_first=True, loss_reduction="sum", force_functorch=False)
-        fallback = [
-            type(layer).__name__
-            for layer in self.module.iterate_submodules(model)
-            if type(layer) not in self.module.GRAD_SAMPLERS
-        ]
-        if fallback:
-            raise RuntimeError(f"opacus would use functorch, not hooks, for {', '.join(fallback)}")
+        _refuse_functorch_fallback(self.module, model)
 
     def clipped_sum(self, images, noise):
         with self.setup.autocast():
@@ -256,13 +259,7 @@ class OpacusGhost(Method):
         self.module = GradSampleModuleFastGradientClipping(
             model, batch_first=True, loss_reduction="mean", max_grad_norm=CLIP_NORM, use_ghost_clipping=True
         )
-        fallback = [
-            type(layer).__name__
-            for layer in self.module.iterate_submodules(model)
-            if type(layer) not in self.module.GRAD_SAMPLERS
-        ]
-        if fallback:
-            raise RuntimeError(f"opacus would use functorch, not hooks, for {', '.join(fallback)}")
+        _refuse_functorch_fallback(self.module, model)
         self.optimizer = DPOptimizerFastGradientClipping(
             self.optimizer,  # the AdamW of every method
             noise_multiplier=NOISE_MULTIPLIER,
