@@ -76,7 +76,7 @@ def test_no_batchnorm_anywhere(splits, tmp_path):
     assert not any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in network.modules())
     assert any(isinstance(m, nn.GroupNorm) for m in network.modules())
     network.blocks[0].norm1 = nn.BatchNorm2d(16)
-    with pytest.raises(DpvipInputError, match="'blocks.0.norm1' is a BatchNorm"):
+    with pytest.raises(DpvipInputError, match=r"layer 'blocks.0.norm1' \(BatchNorm2d\) is a BatchNorm"):
         check_no_batchnorm(network)
     with pytest.raises(DpvipInputError, match="BatchNorm"):
         PrivateTraining(settings(), splits, network, tmp_path, progress=False)

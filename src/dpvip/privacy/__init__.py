@@ -17,11 +17,15 @@ The public API (importable from `dpvip.privacy`; each name loads its module on f
 - `ClippedGradientSum(model, clip_norm)` (`clipping`): per-example clipped gradient sums in one
   forward and one backward pass per micro-batch (ghost norms for Linear layers, opacus' grad
   samplers for the rest); `.add(losses_of)` takes a closure returning per-example losses.
+  It refuses, naming the layer, any BatchNorm and what it cannot clip (docs/privacy.md).
 - `DPStep(clipper, optimizer, ledger, examples, randomness)` (`step`): charges the ledger, draws
   the step's Poisson batch (`.batch(step)` or `.sampler`), adds the micro-batches' clipped
   sums, adds N(0, (sigma C)^2) once, divides by the expected batch and steps the optimizer;
   `dp_step(step, micro_batches)` returns a `StepReport`.
-- `PoissonBatches` (`sampling`): the keyed Poisson sampler, per step and rank.
+- `PoissonBatches` (`sampling`): the keyed Poisson sampler, per step and rank, yielding
+  [(index, seed)] batches; `IndexBatches(sampler, start_step)` yields the same batches as
+  plain index lists: `DataLoader(dataset, batch_sampler=IndexBatches(dp_step.sampler))` takes
+  any map-style `Dataset` (examples/own_loop_vision.py).
 - `make_optimizer`, `set_gradients` (`optimizers`); `privatize`, `privatize_`, `noise_stream`
   (`noise`): the noise on its own.
 - Accounting (`accounting`): `Mechanism(sample_rate, noise_multiplier, steps)`, `epsilon(
@@ -82,6 +86,7 @@ _LAZY = {
     "DPStep": "step",
     "StepReport": "step",
     "PoissonBatches": "sampling",
+    "IndexBatches": "sampling",
     "make_optimizer": "optimizers",
     "set_gradients": "optimizers",
     "privatize": "noise",

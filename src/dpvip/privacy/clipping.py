@@ -29,9 +29,20 @@ them), and the sampled layers sum their K per-row gradients.
 
 The clip is flat over the whole model: c_i = min(1, C / (||g_i|| + 1e-6)), opacus' factor.
 A per-example loss must depend on its own example only (no batch statistics), as in MAE.
-Each parameter must belong to one layer and be used by calling that layer: a weight shared
-by two layers is refused, and a layer's weight used outside its forward (F.linear(x,
-layer.weight)) is not seen, so models are written with layers called once each.
+Each parameter must belong to one layer and be used by calling that layer, once per forward.
+Refused, each with a one-line `DpvipInputError` naming the layer by its name in the model
+(docs/privacy.md has the table of what is supported):
+- any BatchNorm (`_BatchNorm`: BatchNorm1d/2d/3d, SyncBatchNorm, lazy ones), with or without
+  affine parameters, trainable or frozen: in training it normalises each example by its
+  batch's statistics, so an example's loss is not its own;
+- a module owning trainable parameters that is neither a Linear nor of a type opacus has a
+  grad sampler for (the exact type: a subclass, timm's LayerNorm say, may change the
+  forward), including a model or container holding a bare nn.Parameter (a class token, a
+  position embedding): freeze such parameters, or make them a layer's;
+- a weight shared by two layers, a layer called twice in one forward pass;
+- a watched layer's parameter used without calling the layer (F.linear(x, layer.weight)):
+  checked in the autograd graph of a forward pass in which the layer did not run. (Used
+  besides a call of its layer, it is not detected: its gradient from that use is not seen.)
 """
 
 from __future__ import annotations
@@ -180,6 +191,37 @@ def _plain_conv(layer: nn.Module) -> bool:
     )
 
 
+def layer_label(name: str, layer: nn.Module) -> str:
+    """How a message names a module: "layer 'layer1.0.bn1' (BatchNorm2d)", or the model itself."""
+    return f"layer '{name}' ({type(layer).__name__})" if name else f"the model itself ({type(layer).__name__})"
+
+
+def refuse_batch_norm(model: nn.Module) -> None:
+    """Refuse any BatchNorm in `model`, with or without (trainable) affine parameters: in
+    training it normalises each example by its batch's mean and variance, so an example's
+    loss depends on the other examples and no per-example clip bounds its influence."""
+    for name, layer in model.named_modules():
+        if isinstance(layer, nn.modules.batchnorm._BatchNorm):
+            raise DpvipInputError(
+                f"{layer_label(name, layer)} is a BatchNorm: its batch statistics mix the examples of a batch, "
+                "which per-example clipping (DP training) cannot have; use GroupNorm or LayerNorm"
+            )
+
+
+def _no_rule_hint(layer: nn.Module) -> str:
+    base = next((kind for kind in GradSampleModule.GRAD_SAMPLERS if isinstance(layer, kind)), None)
+    if base is not None:
+        timm = " (timm models: create_model(..., norm_layer=nn.LayerNorm))" if base is nn.LayerNorm else ""
+        return (
+            f"it subclasses {base.__name__}, whose rule holds for {base.__name__}'s own forward only; "
+            f"use torch's {base.__name__}{timm}"
+        )
+    return (
+        "per-example gradients are known for Linear and opacus' grad-sampled layers (docs/privacy.md); "
+        "freeze these parameters (requires_grad_(False)) or make each a supported layer's, called in the forward"
+    )
+
+
 def _rules(layer: nn.Module):
     if isinstance(layer, nn.Linear):
         return _linear_squared_norms, _linear_add_clipped_sum
@@ -213,11 +255,14 @@ class ClippedGradientSum:
         self.sums = [part.view_as(p) for part, p in zip(self.flat.split([p.numel() for p in self.params]), self.params)]
         self._sum_of = {param: total for param, total in zip(self.params, self.sums)}
         self._layer_rules = {layer: _rules(layer) for layer in self.layers}
+        self._idle_checked: set[frozenset] = set()  # sets of layers not run whose parameters are checked unused
         self.examples = 0
 
     def _watched_layers(self) -> list[nn.Module]:
         """The layers owning trainable parameters, each parameter owned by exactly one of
-        them (a per-layer norm cannot account for a weight shared by two layers)."""
+        them (a per-layer norm cannot account for a weight shared by two layers); refuses
+        any BatchNorm and a layer with no per-example gradient rule."""
+        refuse_batch_norm(self.model)
         layers, owners = [], {}
         for name, layer in self.model.named_modules():
             own = {
@@ -229,8 +274,8 @@ class ClippedGradientSum:
                 continue
             if not isinstance(layer, nn.Linear) and type(layer) not in GradSampleModule.GRAD_SAMPLERS:
                 raise DpvipInputError(
-                    f"layer '{name}' ({type(layer).__name__}) has no per-example gradient rule "
-                    f"for its parameters {', '.join(own)}"
+                    f"{layer_label(name, layer)} has no per-example gradient rule for its trainable parameters "
+                    f"{', '.join(own)}: {_no_rule_hint(layer)}"
                 )
             for key, param in own.items():
                 if id(param) in owners:
@@ -279,6 +324,7 @@ class ClippedGradientSum:
         finally:
             self._recording = False
         try:
+            self._check_unseen_uses(losses)
             norms = self._backward(losses)
         finally:
             self._calls.clear()
@@ -310,6 +356,35 @@ class ClippedGradientSum:
                     self._layer_rules[layer][1](layer, call, factors, self._sum_of)
                 call.parts = {}
         return norms
+
+    def _check_unseen_uses(self, losses: torch.Tensor) -> None:
+        """Refuse a watched layer's parameter that the losses depend on although the layer
+        did not run (F.linear(x, layer.weight)): the hooks never see that use, so its
+        per-example gradient would be missing from the norms. The autograd graph is walked
+        only when some watched layer did not run, once per such set of layers."""
+        idle = frozenset(layer for layer in self.layers if layer not in self._calls)
+        if not idle or idle in self._idle_checked or losses.grad_fn is None:
+            return
+        used, seen, stack = set(), set(), [losses.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            variable = getattr(node, "variable", None)  # an AccumulateGrad node: a leaf tensor
+            if variable is not None:
+                used.add(id(variable))
+            stack.extend(next_node for next_node, _ in node.next_functions)
+        for name, layer in self.model.named_modules():
+            if layer not in idle:
+                continue
+            for key, param in layer.named_parameters(recurse=False):
+                if param.requires_grad and id(param) in used:
+                    raise DpvipInputError(
+                        f"parameter '{name}.{key}' of {layer_label(name, layer)} is used without calling the layer "
+                        "(F.linear(x, layer.weight)?): its per-example gradient would not be seen; call the layer"
+                    )
+        self._idle_checked.add(idle)
 
     def _check_rows(self, layer: nn.Module, squared: list, examples: int) -> None:
         """One norm per example: a layer fed its batch in another shape (tokens flattened

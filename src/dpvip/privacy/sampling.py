@@ -7,6 +7,11 @@ step, block) (`dpvip.privacy.randomness`), and block b is drawn
 by rank b mod world. So ranks draw independently (each from its own streams), every example
 is decided exactly once per step, and the global batch is the same whatever the number of
 ranks: a run on 2 GPUs samples what a run on 1 samples.
+
+`PoissonBatches` yields each step's batch as [(index, seed)] (the seed drives the example's
+augmentation or mask: dpvip's datasets take such pairs); `IndexBatches` yields the same
+batches as plain [index] lists, for `DataLoader(dataset, batch_sampler=...)` over any map-style
+`Dataset` (a `TensorDataset`, an `ImageFolder`).
 """
 
 from __future__ import annotations
@@ -70,3 +75,27 @@ class PoissonBatches:
 
     def __len__(self) -> int:
         return max(0, self.total_steps - self.start_step)
+
+
+class IndexBatches:
+    """The batches of `batches` (a `PoissonBatches`, e.g. a `DPStep`'s `.sampler`) as plain
+    lists of indices, one per step from `start_step` (default: that sampler's) to its last:
+    `DataLoader(dataset, batch_sampler=IndexBatches(dp_step.sampler, start_step=step))`
+    takes step `step`'s Poisson batch first, so a resumed loop goes on with the steps it left.
+
+    The indices are this rank's of each step, as `DPStep.batch(step)` gives them. A step's
+    batch may be empty (probability (1 - q)^n): the loader's `collate_fn` then gets [], which
+    torch's default collate refuses, so a loop where that can happen passes its own."""
+
+    def __init__(self, batches: PoissonBatches, start_step: int | None = None):
+        self.batches = batches
+        self.start_step = batches.start_step if start_step is None else start_step
+        if not 0 <= self.start_step <= batches.total_steps:
+            raise DpvipInputError(f"start step {self.start_step} is outside the run's steps [0, {batches.total_steps}]")
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for step in range(self.start_step, self.batches.total_steps):
+            yield self.batches.indices(step).tolist()
+
+    def __len__(self) -> int:
+        return self.batches.total_steps - self.start_step

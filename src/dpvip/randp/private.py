@@ -31,7 +31,7 @@ from dpvip.errors import DpvipInputError
 from dpvip.evaluate.accuracy import classifier_accuracy
 from dpvip.files import sha256
 from dpvip.models.wrn import WideResNet
-from dpvip.privacy.clipping import ClippedGradientSum
+from dpvip.privacy.clipping import ClippedGradientSum, refuse_batch_norm
 from dpvip.randp.ema import EMA
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
@@ -55,11 +55,8 @@ def fresh_network(model: str, classes: int, seed: int) -> WideResNet:
 
 
 def check_no_batchnorm(network: nn.Module) -> None:
-    for name, layer in network.named_modules():
-        if isinstance(layer, nn.modules.batchnorm._BatchNorm):
-            raise DpvipInputError(
-                f"layer '{name}' is a BatchNorm: its batch statistics mix examples, which DP training cannot have"
-            )
+    """The clipper's BatchNorm refusal, before any work (the clipper is made at a phase's start)."""
+    refuse_batch_norm(network)
 
 
 class PrivateTraining:
