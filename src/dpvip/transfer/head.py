@@ -53,7 +53,7 @@ from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches
 from dpvip.privacy.step import DPStep
 from dpvip.train.resume import LoopState
-from dpvip.transfer.resumable import run_steps
+from dpvip.transfer.resumable import optimizer_state, restore_optimizer_state, run_steps
 from dpvip.transfer.rows import FeatureStream, Rows, as_rows, as_views
 
 HEAD_OPTIMIZERS = ("sgd", "adam", "lamb")
@@ -313,10 +313,7 @@ def fit_head(
     restored = state.restore(device) if state is not None else None
     if restored:
         head.load_state_dict(restored["head"])
-        if dp_step:
-            dp_step.load_state_dict(restored, restored["step"], str(state.path))  # ledger and optimizer
-        else:
-            optimizer.load_state_dict(restored["optimizer"])
+        restore_optimizer_state(dp_step, optimizer, restored, state)
         scheduler.load_state_dict(restored["scheduler"])
         first, sizes, seconds = restored["step"], list(restored["batch_sizes"]), restored["train_seconds"]
 
@@ -335,7 +332,7 @@ def fit_head(
     def snapshot() -> dict:
         return {
             "head": head.state_dict(),
-            **(dp_step.state_dict() if dp_step else {"optimizer": optimizer.state_dict(), "privacy": None}),
+            **optimizer_state(dp_step, optimizer),
             "scheduler": scheduler.state_dict(),
             "batch_sizes": list(sizes),
             "train_seconds": seconds + time.perf_counter() - started,

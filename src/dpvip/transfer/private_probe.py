@@ -65,7 +65,7 @@ from dpvip.transfer.head import (
     softmax_loss,
 )
 from dpvip.train.resume import LoopState
-from dpvip.transfer.resumable import run_steps
+from dpvip.transfer.resumable import optimizer_state, restore_optimizer_state, run_steps
 from dpvip.transfer.rows import FeatureStream, StepInterrupted, as_rows
 
 ACCOUNTANT = "gdp (exact, full batch)"
@@ -324,10 +324,7 @@ def fit_probe(
     first = 0
     if restored:
         probe.load_state_dict(restored["probe"])
-        if dp_step:
-            dp_step.load_state_dict(restored, restored["step"], str(state.path))  # ledger and optimizer
-        else:
-            optimizer.load_state_dict(restored["optimizer"])
+        restore_optimizer_state(dp_step, optimizer, restored, state)
         first = restored["step"]
     stream = FeatureStream(rows, train_labels, settings.micro_batch, device, inputs, stop)
 
@@ -340,7 +337,7 @@ def fit_probe(
     def snapshot() -> dict:
         return {
             "probe": probe.state_dict(),
-            **(dp_step.state_dict() if dp_step else {"optimizer": optimizer.state_dict(), "privacy": None}),
+            **optimizer_state(dp_step, optimizer),
             "mean": inputs.mean,
         }
 

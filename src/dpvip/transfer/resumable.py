@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from tqdm import tqdm
 
+from dpvip.privacy.step import DPStep
 from dpvip.train.resume import LoopState
 from dpvip.transfer.rows import StepInterrupted
 
@@ -52,3 +54,18 @@ def run_steps(
             bar.update()
             if state is not None:
                 state.after_step(t + 1, snapshot, last=t + 1 == steps)
+
+
+def optimizer_state(dp_step: DPStep | None, optimizer: torch.optim.Optimizer) -> dict:
+    """What a snapshot keeps of the optimizer, and of a DP run its ledger (`DPStep.state_dict`)."""
+    return dp_step.state_dict() if dp_step else {"optimizer": optimizer.state_dict(), "privacy": None}
+
+
+def restore_optimizer_state(
+    dp_step: DPStep | None, optimizer: torch.optim.Optimizer, restored: dict, state: LoopState
+) -> None:
+    """Back from `optimizer_state`'s record; a DP run's ledger is checked against its own."""
+    if dp_step:
+        dp_step.load_state_dict(restored, restored["step"], str(state.path))
+    else:
+        optimizer.load_state_dict(restored["optimizer"])
