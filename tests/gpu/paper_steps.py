@@ -129,13 +129,23 @@ def evaluation(work: Path, device: str, job, section: dict, checkpoint: Path, st
     return {"seconds": seconds, "peak_gpu_mib": peak, "result": record}
 
 
-def dp_finetune(work: Path, device: str, tiny: bool, batch: int, checkpoint: Path) -> dict:
+def paper_evaluate() -> dict:
+    """The paper config's `evaluate` section, layered over the defaults as the workflow does."""
     from dpvip.config import layered_config, read_config_file
 
+    return layered_config(read_config_file(REPO / "config/paper.yaml"))["evaluate"]
+
+
+def task_settings(config: dict, task: str) -> dict:
+    """A task's settings as its job reads them (`EvaluationPlan.job_section`: without `backbones`)."""
+    return {key: value for key, value in config[task].items() if key != "backbones"}
+
+
+def dp_finetune(work: Path, device: str, tiny: bool, batch: int, checkpoint: Path) -> dict:
     per_class = 16 if tiny else batch
     image_folder(work / "folder", per_class)
-    config = layered_config(read_config_file(REPO / "config/paper.yaml"))["evaluate"]
-    finetune = {key: value for key, value in config["dp_finetune"].items() if key != "backbones"} | {
+    config = paper_evaluate()
+    finetune = task_settings(config, "dp_finetune") | {
         "batch_size": 8 if tiny else batch,
         "steps": 2,
         "warmup_steps": 1,
@@ -154,17 +164,16 @@ def dp_finetune(work: Path, device: str, tiny: bool, batch: int, checkpoint: Pat
 
 
 def coco(work: Path, device: str, tiny: bool, checkpoint: Path) -> dict:
-    from dpvip.config import layered_config, read_config_file
     from dpvip.evaluate.coco_standin import CocoStandIn, write_split
 
     size, images = (64, 2) if tiny else (1024, 8)
-    config = layered_config(read_config_file(REPO / "config/paper.yaml"))["evaluate"]
+    config = paper_evaluate()
     shapes = config["shapes"] | {"train_images": images, "val_images": 2}
     standin = work / "coco_standin"
     for split, count in (("train", images), ("val", 2)):
         spec = CocoStandIn(images=count, image_size=size, max_objects=shapes["max_objects"], seed=shapes["seed"])
         write_split(spec, split, standin)
-    settings = {key: value for key, value in config["coco"].items() if key != "backbones"} | {
+    settings = task_settings(config, "coco") | {
         "source": "standin",
         "image_size": size,
         "iterations": 2,
@@ -179,10 +188,8 @@ def coco(work: Path, device: str, tiny: bool, checkpoint: Path) -> dict:
 
 def ade20k(work: Path, device: str, tiny: bool, checkpoint: Path) -> dict:
     """UPerNet on ViP-Base at 512 px: one GPU's share of a paper step (16 over 8 GPUs)."""
-    from dpvip.config import layered_config, read_config_file
-
-    config = layered_config(read_config_file(REPO / "config/paper.yaml"))["evaluate"]
-    settings = {key: value for key, value in config["ade20k"].items() if key != "backbones"} | {
+    config = paper_evaluate()
+    settings = task_settings(config, "ade20k") | {
         "source": "standin",
         "image_size": 64 if tiny else 512,
         "epochs": 1,
