@@ -82,37 +82,40 @@ def gpu_names() -> list[str]:
     return [line.split(":", 1)[1].split("(UUID")[0].strip() for line in listed.splitlines() if line.startswith("GPU ")]
 
 
-def rule_timings(benchmarks_dir: Path) -> list[dict]:
+def _benchmarks(benchmarks_dir: Path) -> list[tuple[Path, dict]]:
+    """Every readable Snakemake `benchmark:` file under `benchmarks_dir`, with its record."""
+    records = ((path, read_benchmark(path)) for path in sorted(benchmarks_dir.rglob("*.tsv")))
+    return [(path, record) for path, record in records if record is not None]
+
+
+def rule_timings(benchmarks_dir: Path, benchmarks: list[tuple[Path, dict]] | None = None) -> list[dict]:
     """One entry per Snakemake `benchmark:` file: job, wall seconds, peak RSS (MB)."""
-    timings = []
-    for path in sorted(benchmarks_dir.rglob("*.tsv")):
-        record = read_benchmark(path)
-        if record is not None:
-            timings.append({"job": path.relative_to(benchmarks_dir).with_suffix("").as_posix(), **record})
-    return timings
+    benchmarks = _benchmarks(benchmarks_dir) if benchmarks is None else benchmarks
+    return [
+        {"job": path.relative_to(benchmarks_dir).with_suffix("").as_posix(), **record} for path, record in benchmarks
+    ]
 
 
-def run_started(benchmarks_dir: Path) -> str | None:
+def run_started(benchmarks_dir: Path, benchmarks: list[tuple[Path, dict]] | None = None) -> str | None:
     """When the first job behind the results began (the Workflow Run Crate's startTime):
     Snakemake records no run start, but each `benchmark:` file is written as its job ends,
     after the wall seconds it holds. None without benchmarks."""
-    starts = []
-    for path in benchmarks_dir.rglob("*.tsv"):
-        record = read_benchmark(path)
-        if record is not None:
-            starts.append(path.stat().st_mtime - record["seconds"])
+    benchmarks = _benchmarks(benchmarks_dir) if benchmarks is None else benchmarks
+    starts = [path.stat().st_mtime - record["seconds"] for path, record in benchmarks]
     if not starts:
         return None
     return dt.datetime.fromtimestamp(min(starts), dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def provenance(config: dict, workflow_dir: str | Path, benchmarks_dir: str | Path) -> dict:
+    benchmarks_dir = Path(benchmarks_dir)
+    benchmarks = _benchmarks(benchmarks_dir)  # read once: the timings and the run's start
     return {
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "started": run_started(Path(benchmarks_dir)),
+        "started": run_started(benchmarks_dir, benchmarks),
         "code": code_version(Path(workflow_dir)),
         "config": config,
         "packages": package_versions(),
         "hardware": hardware(),
-        "timings": rule_timings(Path(benchmarks_dir)),
+        "timings": rule_timings(benchmarks_dir, benchmarks),
     }
