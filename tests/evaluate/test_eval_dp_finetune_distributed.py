@@ -24,13 +24,13 @@ from dpvip.evaluate.accuracy import classifier_accuracy
 from dpvip.evaluate.datasets import digits
 from dpvip.evaluate.dp_finetune import DPFinetuneSettings, train_dp_classifier
 from dpvip.evaluate.jobs import run_evaluation
-from dpvip.evaluate.resumable import JobState
 from dpvip.models import MAESettings
 from dpvip.models.checkpoint import save_mae
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.plan.vip_evaluations import Evaluation
 from dpvip.privacy.sampling import PoissonBatches
 from dpvip.train.distributed import Distributed
+from dpvip.train.resume import JobState
 
 # slow: 2 fresh interpreters import torch and the library (32 s on 2 busy cores)
 pytestmark = [pytest.mark.usefixtures("torch_one_thread"), pytest.mark.slow]

@@ -25,14 +25,14 @@ from dpvip.evaluate.features import FeatureChoice
 from dpvip.evaluate.finetune import FinetuneSettings, finetune, finetune_grid
 from dpvip.evaluate.jobs import run_evaluation
 from dpvip.evaluate.linear_probe import ProbeSettings, probe_grid, train_probe, train_probe_augmented
-from dpvip.evaluate.resumable import JobState, ShuffledEpochs
+from dpvip.evaluate.resumable import ShuffledEpochs
 from dpvip.files import private_work_dir
 from dpvip.models import MAESettings
 from dpvip.models.checkpoint import save_mae
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.plan.vip_evaluations import Evaluation
 from dpvip.selection import TEST
-from dpvip.train.resume import LoopState
+from dpvip.train.resume import JobState, LoopState
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -12,7 +12,8 @@ import torch
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.transfer import rows as rows_module
 from dpvip.transfer.cache import cache_features, load_cache, open_cache
-from dpvip.transfer.rows import FeatureStream, StepInterrupted, SubsetRows, TensorRows
+from dpvip.train.resume import StepInterrupted
+from dpvip.transfer.rows import FeatureStream, SubsetRows, TensorRows
 
 N, WIDTH, SHARD = 23, 5, 7  # 4 train shards: 7, 7, 7, 2 rows
 

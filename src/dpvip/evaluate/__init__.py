@@ -11,5 +11,5 @@
   `upernet` and `segmentation` (UPerNet, ADE20K mIoU); `dense_training` (what both share to
   resume bit for bit and to run as several processes under DDP).
 - Workflow: `jobs` (one job's result file, in one process or as a rank of several),
-  `resumable` (where a job keeps its loops' states and finished grid points).
+  `resumable` (epoch loops resumed mid-epoch, on `dpvip.train.resume`'s job and loop states).
 """

@@ -34,9 +34,8 @@ from dpvip.errors import DpvipInputError, first_line
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.finetune import FinetuneSettings, classifier_accuracy, train_classifier
 from dpvip.evaluate.linear_probe import best_of_grid
-from dpvip.evaluate.resumable import JobState, NoState
 from dpvip.files import sha256
-from dpvip.train.resume import LoopState
+from dpvip.train.resume import JobState, LoopState
 
 
 @dataclass(frozen=True)
@@ -148,7 +147,7 @@ def cnn_finetune(
     checkpoint: str | Path | None,
     train: LabelledImages,
     settings: FinetuneSettings = CNN_FINETUNE,
-    saved: LoopState | NoState | None = None,
+    saved: LoopState | None = None,
 ) -> nn.Module:
     """`arch` (from `checkpoint`, or random from the seed) fine-tuned whole on `train` with
     SGD (momentum 0.9); `saved`: where the loop keeps its state (a rerun resumes it)."""

@@ -38,7 +38,6 @@ from tqdm import tqdm
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.features import FeatureChoice
-from dpvip.evaluate.resumable import JobState
 from dpvip.evaluate.finetune import Classifier, classifier_accuracy
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy import ACCOUNTANTS, check_randomness
@@ -47,6 +46,7 @@ from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
 from dpvip.privacy.randomness import RunRandomness, release_key
 from dpvip.privacy.step import DPStep
+from dpvip.train.resume import JobState
 
 PAPER_DELTA = 8e-7  # ViP A.5, for ImageNet-1K
 

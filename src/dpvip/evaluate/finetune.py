@@ -25,10 +25,10 @@ from dpvip.evaluate.accuracy import classifier_accuracy
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, trainable_features
 from dpvip.evaluate.linear_probe import best_of_grid
-from dpvip.evaluate.resumable import JobState, NoState, ShuffledEpochs, restore_training, training_state
+from dpvip.evaluate.resumable import ShuffledEpochs, restore_training, training_state
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.train.optim import warmup_cosine
-from dpvip.train.resume import LoopState
+from dpvip.train.resume import JobState, LoopState
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class AutoAugmented:
 
 
 def finetune(
-    mae: MaskedAutoencoder, train: LabelledImages, settings: FinetuneSettings, saved: LoopState | NoState | None = None
+    mae: MaskedAutoencoder, train: LabelledImages, settings: FinetuneSettings, saved: LoopState | None = None
 ) -> Classifier:
     """A copy of `mae` fine-tuned with a head on `train` (the given model is left as it was);
     `saved`: where the loop keeps its state (a rerun resumes it)."""
@@ -107,7 +107,7 @@ def train_classifier(
     train: LabelledImages,
     settings: FinetuneSettings,
     optimizer_of: OptimizerOf = adamw,
-    saved: LoopState | NoState | None = None,
+    saved: LoopState | None = None,
 ) -> nn.Module:
     """`model`'s trainable parameters trained on `train` in place: cross-entropy on shuffled
     batches, warm-up then cosine by step, AutoAugment if set; returns it in eval mode.
@@ -128,7 +128,7 @@ def train_classifier(
     loss_function = nn.CrossEntropyLoss()
     device = params[0].device
     model.train()
-    saved = saved or NoState()
+    saved = saved or LoopState(None, {})  # keeps nothing; SIGTERM still stops it
     with saved:
         restore_training(saved, model, optimizer, steps)
         for step, chosen in steps:

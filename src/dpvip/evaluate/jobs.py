@@ -5,7 +5,7 @@ ViP tables read, beside what produced it: the task's settings, the data (and the
 if one), the grid of hyperparameters tried, and the wall time.
 
 Jobs resume from their private work folder (`<result>.work`): the linear probe, few-shot
-fine-tuning and DP fine-tuning save their loops' states there (`dpvip.evaluate.resumable`)
+fine-tuning and DP fine-tuning save their loops' states there (`dpvip.train.resume.JobState`)
 every `checkpoint_every` steps (a key of the task's section; CHECKPOINT_EVERY otherwise)
 and on SIGTERM, and keep the grid points they finished; the states belong to the job's
 checkpoint (SHA-256) and section. COCO and ADE20K keep their own states there. DP
@@ -26,11 +26,11 @@ from dpvip.evaluate.datasets import IndexedImages, labelled_split
 from dpvip.evaluate.features import FeatureChoice, extract
 from dpvip.evaluate.kshot import k_shot_indices
 from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, scores, train_probe_augmented
-from dpvip.evaluate.resumable import JobState
 from dpvip.files import private_work_dir, sha256, write_json
 from dpvip.models.checkpoint import load_mae_at
 from dpvip.plan.vip_evaluations import Evaluation
 from dpvip.selection import Selection
+from dpvip.train.resume import JobState
 
 # Steps between saved states, by task: the probe is small (a save costs little); a few-shot
 # step is short beside the save of a whole encoder and its AdamW moments; a DP step at the

@@ -8,7 +8,7 @@ on them (`train_probe`). With augmentation (MAE's probe: RandomResizedCrop + hor
 the paper scale), every batch goes through the frozen encoder again (`train_probe_augmented`);
 the crop is taken from the evaluation-size centre crop, not from the full photograph.
 
-Each probe's loop can keep its state (`saved`, from a `dpvip.evaluate.resumable.JobState`):
+Each probe's loop can keep its state (`saved`, from a `dpvip.train.resume.JobState`):
 saved every k steps and on SIGTERM, resumed mid-epoch by a rerun to the same weights; the
 grid (`probe_grid`, `best_of_grid`) keeps each finished point's accuracy.
 
@@ -29,11 +29,11 @@ from torchvision.transforms import v2
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.features import FeatureChoice, encoder_features
-from dpvip.evaluate.resumable import JobState, NoState, ShuffledEpochs, restore_training, training_state
+from dpvip.evaluate.resumable import ShuffledEpochs, restore_training, training_state
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.selection import TEST, Selection, best
 from dpvip.train.optim import warmup_cosine
-from dpvip.train.resume import LoopState
+from dpvip.train.resume import JobState, LoopState
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _fit(
     examples: int,
     settings: ProbeSettings,
     batch_of: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
-    saved: LoopState | NoState | None = None,
+    saved: LoopState | None = None,
 ) -> LinearProbe:
     """Train a probe on `batch_of(indices)` (the features and labels of those examples) over
     shuffled full batches; `saved`: where the loop keeps its state (a rerun resumes it)."""
@@ -99,7 +99,7 @@ def _fit(
     scheduler = warmup_cosine(optimizer, steps.total, warmup, 0.0)
     loss_function = nn.CrossEntropyLoss()
     probe.train()
-    saved = saved or NoState()
+    saved = saved or LoopState(None, {})  # keeps nothing; SIGTERM still stops it
     with saved:
         restore_training(saved, probe, optimizer, steps)
         for step, chosen in steps:
@@ -118,7 +118,7 @@ def train_probe(
     labels: torch.Tensor,
     classes: int,
     settings: ProbeSettings,
-    saved: LoopState | NoState | None = None,
+    saved: LoopState | None = None,
 ) -> LinearProbe:
     """A probe trained on precomputed (features, labels) for `settings.epochs` epochs."""
     if len(features) != len(labels) or len(features) == 0:
@@ -143,7 +143,7 @@ def train_probe_augmented(
     choice: FeatureChoice,
     train,
     settings: ProbeSettings,
-    saved: LoopState | NoState | None = None,
+    saved: LoopState | None = None,
 ) -> LinearProbe:
     """A probe trained on features of freshly augmented views of `train` (LabelledImages or
     FolderImages) each epoch, from the frozen encoder in eval mode."""

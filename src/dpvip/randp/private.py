@@ -13,7 +13,9 @@ as one (`ClippedGradientSum(views=K)`); the sum gets N(0, sigma^2 C^2) once and 
 by B; SGD steps; the EMA of the weights is updated. The EMA model is what is reported.
 In Phase II only the head is trainable: the frozen body has no gradient, and with
 GroupNorm (no BatchNorm anywhere) no batch statistic mixes examples in either phase.
-The run's state is saved every `checkpoint_every` steps and at the end; a rerun resumes it.
+The run's state (`state.pt`, a `dpvip.train.resume.LoopState`) is saved every
+`checkpoint_every` steps, at the end (before the result is scored) and on SIGTERM (then the
+job stops); a rerun resumes it, its ledger checked first.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from dpvip.errors import DpvipInputError
 from dpvip.evaluate.accuracy import classifier_accuracy
 from dpvip.files import sha256
 from dpvip.models.wrn import WideResNet
@@ -40,9 +41,7 @@ from dpvip.privacy.sampling import example_seed
 from dpvip.privacy.step import DPStep
 from dpvip.randp.augmult import augmult_views
 from dpvip.plan.dprandp_private import PrivateSettings
-from dpvip.train import checkpoint
-from dpvip.train.stop import StopRequest
-from dpvip.plan.pretrain import first_difference
+from dpvip.train.resume import LoopState
 
 
 def fresh_network(model: str, classes: int, seed: int) -> WideResNet:
@@ -100,6 +99,7 @@ class PrivateTraining:
         self.randomness = RunRandomness.for_run(settings.randomness, run_dir, settings.seed, self.run_fingerprint())
         if self._ledger is not None:  # what a stored ledger is checked against on resume
             self._ledger = self._ledger.of_run(self.randomness.mode, self.examples)
+        self.saved = LoopState(self.state_path, self.fingerprint(), settings.checkpoint_every)
 
     @property
     def ledger(self) -> PrivacyLedger | None:
@@ -175,11 +175,10 @@ class PrivateTraining:
         return self.curve[-1]["loss"]
 
     # --- state -----------------------------------------------------------------------------
-    def save_state(self) -> None:
+    def snapshot(self) -> dict:
+        """What the state holds beside the step, fingerprint and RNG states."""
         phase = self.phase
-        state = {
-            "fingerprint": self.fingerprint(),
-            "step": self.step,
+        return {
             "network": self.network.state_dict(),
             "ema": self.ema.state_dict(),
             "optimizer": phase[2].state_dict() if phase else None,
@@ -189,52 +188,45 @@ class PrivateTraining:
             "clipped": self.clipped,
             "privacy": dataclasses.asdict(self.ledger) if self.ledger else None,
         }
-        checkpoint.save_atomic(state, self.state_path)
+
+    def _check_ledger(self, state: dict) -> None:
+        # Before the fingerprint: another mechanism is named as such, not as another key.
+        if self._ledger:
+            self._ledger = self._ledger.resumed(state["privacy"], state["step"], str(self.state_path))
 
     def resume(self) -> None:
-        if not self.state_path.is_file():
+        state = self.saved.restore("cpu", check=self._check_ledger)
+        if state is None:
             return
-        state = checkpoint.load(self.state_path)
-        if self._ledger:  # first: another mechanism is named as such, not as another key
-            self._ledger = self._ledger.resumed(state["privacy"], state["step"], str(self.state_path))
-        difference = first_difference(state["fingerprint"], self.fingerprint())
-        if difference:
-            raise DpvipInputError(f"{self.state_path} belongs to a run with {difference}; delete it to start over")
         self.network.load_state_dict(state["network"])
         self.ema.load_state_dict(state["ema"])
         if state["phase"]:
             self._enter(state["phase"])
             self.phase[2].load_state_dict(state["optimizer"])
         self.step, self.curve, self.clipped = state["step"], list(state["curve"]), state["clipped"]
-        if self.progress:
-            print(f"resuming {self.state_path.parent} at step {self.step} of {self.settings.steps}", flush=True)
 
     # --- the run ---------------------------------------------------------------------------
     def run(self) -> dict:
-        self.resume()
-        started = time.perf_counter()
         s = self.settings
-        with (
-            tqdm(
+        with self.saved:
+            self.resume()
+            started = time.perf_counter()
+            bar = tqdm(
                 total=s.steps, initial=self.step, desc="DP-RandP phases II/III", unit="step", disable=not self.progress
-            ) as bar,
-            StopRequest() as stop,
-        ):
-            while self.step < s.steps:
-                loss = self._step()
-                bar.update()
-                bar.set_postfix(phase=self.phase[0], loss=f"{loss:.3f}")
-                if self.step % s.checkpoint_every == 0 or self.step == s.steps or stop.requested:
-                    self.save_state()
-                if stop.requested and self.step < s.steps:
-                    raise SystemExit(
-                        f"stopped by SIGTERM at step {self.step} of {s.steps}; state saved in {self.state_path}"
-                    )
+            )
+            with bar:
+                while self.step < s.steps:
+                    loss = self._step()
+                    bar.update()
+                    bar.set_postfix(phase=self.phase[0], loss=f"{loss:.3f}")
+                    self.saved.after_step(self.step, self.snapshot, last=self.step == s.steps)
+            # Before the scoring: a job killed while it scores does not train again.
+            self.saved.save(self.step, self.snapshot)
         if self.phase:
             self.phase[1].close()
         result = self.result(time.perf_counter() - started)
         # The run is done: its state and key go, so a forced rerun trains afresh with a new key.
-        self.state_path.unlink(missing_ok=True)
+        self.saved.clear()
         release_key(self.run_dir)
         return result
 

@@ -1,11 +1,12 @@
 """The life of an MAE training run in a folder, shared by non-private and DP pre-training.
 
 `work/state.pt` holds the model, optimizer, scheduler, RNG states, step, loss window and
-the run's fingerprint (settings and data); it is written atomically every
-`checkpoint_every` steps, at the end and on SIGTERM (ranks agree on the stop step first).
-`work/metrics.jsonl` gets a record every `log_every` steps. At the end `model.pt` (weights,
-settings and what trained them) and `metrics.jsonl` are written beside `work/`. A rerun
-resumes from the state and refuses one written with other settings or data.
+the run's fingerprint (settings and data): a `dpvip.train.resume.LoopState`, written
+atomically every `checkpoint_every` steps, at the end and on SIGTERM (ranks agree on the
+stop step first, then the job stops). `work/metrics.jsonl` gets a record every `log_every`
+steps. At the end `model.pt` (weights, settings and what trained them) and `metrics.jsonl`
+are written beside `work/`. A rerun resumes from the state and refuses one written with
+other settings or data (a DP run's ledger of another mechanism first, by name).
 """
 
 from __future__ import annotations
@@ -21,14 +22,11 @@ from tqdm import tqdm
 
 from dpvip.data.images import AugmentedImages, collate_skipping_corrupt, mae_augmentation
 from dpvip.data.shard_reader import ShardReader
-from dpvip.errors import DpvipInputError
 from dpvip.models.checkpoint import save_mae
 from dpvip.models import count_parameters
-from dpvip.train import checkpoint
 from dpvip.train.distributed import Distributed
 from dpvip.train.metrics import MetricsLog
-from dpvip.plan.pretrain import first_difference
-from dpvip.train.stop import StopRequest
+from dpvip.train.resume import LoopState
 
 
 class MAERun(abc.ABC):
@@ -82,42 +80,32 @@ class MAERun(abc.ABC):
         """The settings and the training data (shard contents, when the index records them)."""
         return self.settings.fingerprint() | {"data": self.reader.fingerprint}
 
-    def resume(self) -> None:
-        if not self.state_path.is_file():
+    def loop_state(self) -> LoopState:
+        """The run's state file, saved every `checkpoint_every` steps (rank 0 writes)."""
+        return LoopState(self.state_path, self.fingerprint(), self.settings.checkpoint_every, self.dist)
+
+    def resume(self, saved: LoopState) -> None:
+        # The extra state is loaded first: it may refuse the state with a sharper reason
+        # (a DP run's ledger names another mechanism) than the fingerprint would.
+        state = saved.restore(self.dist.device, check=self.load_extra_state)
+        if state is None:
             return
-        state = checkpoint.load(self.state_path, self.dist.device)
-        self.load_extra_state(state)  # first: it may refuse the state with a sharper reason
-        difference = first_difference(state["fingerprint"], self.fingerprint())
-        if difference:
-            raise DpvipInputError(
-                f"{self.state_path} belongs to a run with {difference}; delete {self.state_path.parent} to start over"
-            )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        checkpoint.restore_rng_states(state["rng"])
         self.step, self.skipped, self.images_seen = state["step"], state["skipped"], state["images_seen"]
         self.window = dict(state["window"])
-        if self.dist.is_main:
-            print(
-                f"resuming {self.run_dir} at step {self.step} of {self.total_steps} from {self.state_path}", flush=True
-            )
 
-    def save_state(self) -> None:
-        if self.dist.is_main:
-            state = {
-                "fingerprint": self.fingerprint(),
-                "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(),
-                "rng": checkpoint.rng_states(),
-                "step": self.step,
-                "skipped": self.skipped,
-                "images_seen": self.images_seen,
-                "window": self.window,
-            }
-            checkpoint.save_atomic(state | self.extra_state(), self.state_path)
-        self.dist.barrier()
+    def snapshot(self) -> dict:
+        """What the state holds beside the step, fingerprint and RNG states."""
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "skipped": self.skipped,
+            "images_seen": self.images_seen,
+            "window": self.window,
+        } | self.extra_state()
 
     # --- training ------------------------------------------------------------------------
     def loader(self) -> DataLoader:
@@ -136,7 +124,14 @@ class MAERun(abc.ABC):
         return torch.zeros(0, self.model.in_chans, size, size), torch.zeros(0, self.model.num_patches)
 
     def run(self) -> dict:
-        self.resume()
+        with self.loop_state() as saved:
+            self.resume(saved)
+            self._train(saved)
+            saved.save(self.step, self.snapshot)  # also when nothing was left to do, so the state is always final
+        return self.finish()
+
+    def _train(self, saved: LoopState) -> None:
+        """The steps left, saved by `saved` (every k steps; on SIGTERM, then the job stops)."""
         metrics = MetricsLog(self.run_dir / "work" / "metrics.jsonl", self.step) if self.dist.is_main else None
         bar = tqdm(
             total=self.total_steps,
@@ -148,7 +143,7 @@ class MAERun(abc.ABC):
         )
         window_start = time.perf_counter()
         self.model.train()
-        with bar, StopRequest() as stop:
+        with bar:
             for images, noise, corrupt in self.loader():
                 if images.numel() == 0:
                     images, noise = self.empty_batch()
@@ -166,17 +161,7 @@ class MAERun(abc.ABC):
                         metrics.write(record)
                     bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.2e}")
                     self.window, window_start = {"loss": 0.0, "count": 0}, time.perf_counter()
-                # Ranks may see the signal at different steps; they agree to stop together.
-                stopping = self.dist.sum(float(stop.requested)) > 0
-                if self.step % self.settings.checkpoint_every == 0 or last or stopping:
-                    self.save_state()
-                if stopping:
-                    raise SystemExit(
-                        f"stopped by SIGTERM at step {self.step} of {self.total_steps}; "
-                        f"state saved in {self.state_path}"
-                    )
-        self.save_state()  # also when nothing was left to do, so the state is always final
-        return self.finish()
+                saved.after_step(self.step, self.snapshot, last)  # the last step's state: saved by `run`
 
     def log_record(self, elapsed: float) -> dict:
         return {

@@ -19,9 +19,11 @@ memory holds one micro-batch of features, the head and its optimizer state, neve
 A full-batch step sums the clipped gradients over its micro-batches in the order of the rows,
 as it did when the features were one tensor in memory: the results are the same bits.
 
-A run given a `LoopState` saves the head, the optimizer and schedule, the batch sizes and the
-privacy ledger every k steps and on SIGTERM (`dpvip.transfer.resumable`); rerun, it resumes
-from them, with the same key, to the result of an uninterrupted run.
+A run given a `LoopState` (`dpvip.train.resume`, its `run`) saves the head, the optimizer
+and schedule, the batch sizes and the privacy ledger every k steps and on SIGTERM (also
+inside a long step, between two micro-batches); rerun, it resumes from them, with the same
+key, to the result of an uninterrupted run. The private probe keeps its state the same way
+(`optimizer_state`, `restore_optimizer_state`).
 
 LAMB is optax's, which Mehta et al.'s JAX code used (`make_optimizer`): the trust ratio
 ||w|| / ||update|| on every parameter and no global gradient clipping; from zero weights
@@ -53,7 +55,6 @@ from dpvip.privacy.randomness import RunRandomness
 from dpvip.privacy.sampling import PoissonBatches
 from dpvip.privacy.step import DPStep
 from dpvip.train.resume import LoopState
-from dpvip.transfer.resumable import optimizer_state, restore_optimizer_state, run_steps
 from dpvip.transfer.rows import FeatureStream, Rows, as_rows, as_views
 
 HEAD_OPTIMIZERS = ("sgd", "adam", "lamb")
@@ -184,6 +185,21 @@ def private_step(dp_step: DPStep, step: int, layer: nn.Module, stream: FeatureSt
     return len(stream) if chosen is None else len(chosen)
 
 
+def optimizer_state(dp_step: DPStep | None, optimizer: torch.optim.Optimizer) -> dict:
+    """What a run's state keeps of the optimizer, and of a DP run its ledger (`DPStep.state_dict`)."""
+    return dp_step.state_dict() if dp_step else {"optimizer": optimizer.state_dict(), "privacy": None}
+
+
+def restore_optimizer_state(
+    dp_step: DPStep | None, optimizer: torch.optim.Optimizer, restored: dict, state: LoopState
+) -> None:
+    """Back from `optimizer_state`'s record; a DP run's ledger is checked against its own."""
+    if dp_step:
+        dp_step.load_state_dict(restored, restored["step"], str(state.path))
+    else:
+        optimizer.load_state_dict(restored["optimizer"])
+
+
 def _add_gradient(totals: list[torch.Tensor], layer: nn.Module, params, loss: Loss, read) -> int:
     x, y = read()
     for total, grad in zip(totals, torch.autograd.grad(loss(layer(x), y).sum(), params)):
@@ -307,10 +323,12 @@ def fit_head(
         else None
     )
     sampler = PoissonBatches(examples, q, steps, randomness) if q < 1 and not ledger else None
-    stop = state.stop_requested if state is not None else None
-    streams = [FeatureStream(rows, train_labels, settings.micro_batch, device, stop=stop) for rows in views]
+    state = state if state is not None else LoopState(None, {})  # keeps nothing
+    streams = [
+        FeatureStream(rows, train_labels, settings.micro_batch, device, stop=state.stop_requested) for rows in views
+    ]
     first, sizes, seconds = 0, [], 0.0
-    restored = state.restore(device) if state is not None else None
+    restored = state.restore(device)
     if restored:
         head.load_state_dict(restored["head"])
         restore_optimizer_state(dp_step, optimizer, restored, state)
@@ -339,7 +357,7 @@ def fit_head(
         }
 
     try:
-        run_steps(first, steps, take_step, state, snapshot, dp_step, "Mehta head", progress)
+        state.run(first, steps, take_step, snapshot, dp_step, "Mehta head", progress)
     finally:
         if dp_step:
             dp_step.close()

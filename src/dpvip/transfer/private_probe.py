@@ -61,12 +61,13 @@ from dpvip.transfer.head import (
     check_features,
     evaluate,
     mean_gradient_step,
+    optimizer_state,
     private_step,
+    restore_optimizer_state,
     softmax_loss,
 )
-from dpvip.train.resume import LoopState
-from dpvip.transfer.resumable import optimizer_state, restore_optimizer_state, run_steps
-from dpvip.transfer.rows import FeatureStream, StepInterrupted, as_rows
+from dpvip.train.resume import LoopState, StepInterrupted
+from dpvip.transfer.rows import FeatureStream, as_rows
 
 ACCOUNTANT = "gdp (exact, full batch)"
 CENTRE = "centre"  # the private mean's noise stream, never a step's
@@ -292,8 +293,9 @@ def fit_probe(
         randomness = RunRandomness.for_settings(settings)
     if privacy:
         privacy |= randomness.record()
-    stop = state.stop_requested if state is not None else None
-    restored = state.restore(device) if state is not None else None
+    state = state if state is not None else LoopState(None, {})  # keeps nothing
+    stop = state.stop_requested
+    restored = state.restore(device)
     inputs = ProbeInputs(settings.feature_norm)
     if restored:
         inputs.mean = restored["mean"]
@@ -342,7 +344,7 @@ def fit_probe(
         }
 
     try:
-        run_steps(first, settings.steps, take_step, state, snapshot, dp_step, "private probe", progress)
+        state.run(first, settings.steps, take_step, snapshot, dp_step, "private probe", progress)
     finally:
         if dp_step:
             dp_step.close()

@@ -24,14 +24,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from dpvip.train.resume import StepInterrupted
+
 READ_BYTES = 64 << 20  # of a shard mapped at once (float16 rows of 36,864 dims: 910 rows)
 
 Prepare = Callable[[torch.Tensor], torch.Tensor]  # a float32 batch on the device -> the model's input
-
-
-class StepInterrupted(Exception):
-    """SIGTERM arrived between two micro-batches of a step: the step is abandoned (before its
-    noisy gradient exists) and the run's state saved as of the step before."""
 
 
 class Rows(ABC):
@@ -145,7 +142,7 @@ class FeatureStream:
     their batch only when called, so the batch before is freed first and one micro-batch is
     resident at a time. `prepare` maps each float32 batch (in place, on the device);
     `stop` is asked before each micro-batch, and when it answers True the step is abandoned
-    (`StepInterrupted`)."""
+    (`dpvip.train.resume.StepInterrupted`)."""
 
     rows: Rows
     labels: torch.Tensor
