@@ -99,7 +99,7 @@ class PrivateTraining:
         self.randomness = RunRandomness.for_run(settings.randomness, run_dir, settings.seed, self.run_fingerprint())
         if self._ledger is not None:  # what a stored ledger is checked against on resume
             self._ledger = self._ledger.of_run(self.randomness.mode, self.examples)
-        self.saved = LoopState(self.state_path, self.fingerprint(), settings.checkpoint_every)
+        self.saved = LoopState(self.state_path, self.fingerprint(), settings.checkpoint_every, total=settings.steps)
 
     @property
     def ledger(self) -> PrivacyLedger | None:

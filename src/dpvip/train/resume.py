@@ -61,18 +61,26 @@ def refuse_other_run(path: Path, stored: dict, current: dict) -> None:
 
 
 class LoopState:
-    """The state file `path` of one loop of the run `fingerprint`, saved every `every` steps.
+    """The state file `path` of one loop of the run `fingerprint`, saved every `every` steps;
+    `total`, the loop's length where the caller knows it, is named in what it prints.
 
     Without a path nothing is kept (nothing restored, nothing saved), but SIGTERM means the
     same as with one: while the LoopState is entered, the loop stops after the step with
     SystemExit, so the job ends non-zero whether or not it keeps a state. Outside a `with`
     no handler is installed and SIGTERM keeps its default meaning (the process ends)."""
 
-    def __init__(self, path: str | Path | None, fingerprint: dict, every: int = DEFAULT_EVERY, dist=None):
+    def __init__(
+        self,
+        path: str | Path | None,
+        fingerprint: dict,
+        every: int = DEFAULT_EVERY,
+        dist=None,
+        total: int | None = None,
+    ):
         if not (isinstance(every, int) and every >= 1):
             raise DpvipInputError(f"checkpoint interval {every!r} must be a positive integer")
         self.path = Path(path) if path is not None else None
-        self.fingerprint, self.every, self.dist = fingerprint, every, dist
+        self.fingerprint, self.every, self.dist, self.total = fingerprint, every, dist, total
         self._stop = StopRequest()
         self.saves = 0
 
@@ -99,7 +107,8 @@ class LoopState:
         refuse_other_run(self.path, state.get("fingerprint", {}), self.fingerprint)
         checkpoint.restore_rng_states(state["rng"])
         if self._is_main:
-            print(f"resuming from {self.path} at step {state['step']}", flush=True)
+            of = f" of {self.total}" if self.total is not None else ""
+            print(f"resuming from {self.path} at step {state['step']}{of}", flush=True)
         return state
 
     def stop_requested(self) -> bool:
@@ -131,8 +140,10 @@ class LoopState:
         if stopping or (step % self.every == 0 and not last):
             self.save(step, snapshot)
         if stopping:
+            # the messages the loops always gave: "at step 5 of 8" where the length is known
+            at = f"at step {step} of {self.total}" if self.total is not None else f"after step {step}"
             kept = f"; state saved in {self.path}" if self.path is not None else " (no state kept)"
-            raise SystemExit(f"stopped by SIGTERM after step {step}{kept}")
+            raise SystemExit(f"stopped by SIGTERM {at}{kept}")
 
     def run(
         self,

@@ -82,7 +82,9 @@ class MAERun(abc.ABC):
 
     def loop_state(self) -> LoopState:
         """The run's state file, saved every `checkpoint_every` steps (rank 0 writes)."""
-        return LoopState(self.state_path, self.fingerprint(), self.settings.checkpoint_every, self.dist)
+        return LoopState(
+            self.state_path, self.fingerprint(), self.settings.checkpoint_every, self.dist, self.total_steps
+        )
 
     def resume(self, saved: LoopState) -> None:
         # The extra state is loaded first: it may refuse the state with a sharper reason
