@@ -128,7 +128,7 @@ def train_classifier(
     loss_function = nn.CrossEntropyLoss()
     device = params[0].device
     model.train()
-    saved = saved or LoopState(None, {})  # keeps nothing; SIGTERM still stops it
+    saved = LoopState.of(saved)
     with saved:
         restore_training(saved, model, optimizer, steps)
         for step, chosen in steps:

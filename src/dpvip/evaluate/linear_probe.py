@@ -99,7 +99,7 @@ def _fit(
     scheduler = warmup_cosine(optimizer, steps.total, warmup, 0.0)
     loss_function = nn.CrossEntropyLoss()
     probe.train()
-    saved = saved or LoopState(None, {})  # keeps nothing; SIGTERM still stops it
+    saved = LoopState.of(saved)
     with saved:
         restore_training(saved, probe, optimizer, steps)
         for step, chosen in steps:

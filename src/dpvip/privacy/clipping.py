@@ -394,7 +394,7 @@ class ClippedGradientSum:
             if part.shape != (examples,):
                 name = next(name for name, module in self.model.named_modules() if module is layer)
                 raise DpvipInputError(
-                    f"layer '{name}' ({type(layer).__name__}) gives {part.shape[0] if part.dim() else 1} "
+                    f"{layer_label(name, layer)} gives {part.shape[0] if part.dim() else 1} "
                     f"per-example norms for {examples} examples: its input is not batch-first (flattened "
                     "tokens?), so it cannot be clipped per example"
                 )

@@ -84,6 +84,11 @@ class LoopState:
         self._stop = StopRequest()
         self.saves = 0
 
+    @classmethod
+    def of(cls, state: LoopState | None) -> LoopState:
+        """`state`, or for a loop given none one that keeps nothing (see above for SIGTERM)."""
+        return state if state is not None else cls(None, {})
+
     def __enter__(self) -> LoopState:
         self._stop.__enter__()
         return self

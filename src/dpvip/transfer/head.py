@@ -323,7 +323,7 @@ def fit_head(
         else None
     )
     sampler = PoissonBatches(examples, q, steps, randomness) if q < 1 and not ledger else None
-    state = state if state is not None else LoopState(None, {})  # keeps nothing; not entered: SIGTERM ends the process
+    state = LoopState.of(state)  # not entered: SIGTERM keeps its default meaning
     streams = [
         FeatureStream(rows, train_labels, settings.micro_batch, device, stop=state.stop_requested) for rows in views
     ]

@@ -293,7 +293,7 @@ def fit_probe(
         randomness = RunRandomness.for_settings(settings)
     if privacy:
         privacy |= randomness.record()
-    state = state if state is not None else LoopState(None, {})  # keeps nothing; not entered: SIGTERM ends the process
+    state = LoopState.of(state)  # not entered: SIGTERM keeps its default meaning
     stop = state.stop_requested
     restored = state.restore(device)
     inputs = ProbeInputs(settings.feature_norm)
