@@ -9,7 +9,8 @@ import pytest
 from conftest import merged_config
 
 from dpvip.errors import DpvipInputError
-from dpvip.plan.transfer import PRIVATE, STUDIES, FeatureSet, TransferPlan
+from dpvip.plan.transfer import STUDIES, TransferPlan
+from dpvip.plan.transfer_runs import PRIVATE, FeatureSet
 
 EMBEDDED = merged_config("config.yaml")["dp_transfer"]
 PAPER = merged_config("config.yaml", "paper.yaml")["dp_transfer"]

@@ -114,7 +114,7 @@ def test_dp_transfer_study(tmp_path, key_store, kind):
     """Mehta et al.'s heads and DP-RandP's private probe: one study job, one key, a stream
     per run."""
     from dpvip.evaluate.datasets import LabelledImages
-    from dpvip.plan.transfer import FeatureSet, Run
+    from dpvip.plan.transfer_runs import FeatureSet, Run
     from dpvip.transfer.cache import cache_features
     from dpvip.transfer.jobs import run_study
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from dpvip.evaluate.datasets import LabelledImages
-from dpvip.plan.transfer import FeatureSet, Run
+from dpvip.plan.transfer_runs import FeatureSet, Run
 from dpvip.privacy.noise import gaussian_noise, noise_stream
 from dpvip.transfer import jobs
 from dpvip.transfer.cache import cache_features

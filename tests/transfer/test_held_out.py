@@ -11,7 +11,8 @@ import json
 import pytest
 import torch
 
-from dpvip.plan.transfer import VALIDATION_PRIVACY, FeatureSet, Run
+from dpvip.plan.transfer import VALIDATION_PRIVACY
+from dpvip.plan.transfer_runs import FeatureSet, Run
 from dpvip.selection import validation_split
 from dpvip.transfer import jobs
 from dpvip.transfer.cache import FeatureCache

@@ -14,7 +14,7 @@ import signal
 import pytest
 import torch
 
-from dpvip.plan.transfer import FeatureSet, Run
+from dpvip.plan.transfer_runs import FeatureSet, Run
 from conftest import share_key
 from dpvip.privacy.randomness import RunRandomness, key_path
 from dpvip.transfer import jobs

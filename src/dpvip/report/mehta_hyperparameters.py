@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dpvip.plan.transfer import MEHTA_HYPERPARAMETER_TABLES, stand_in_of, table5_backbone
+from dpvip.plan.transfer import MEHTA_HYPERPARAMETER_TABLES
+from dpvip.plan.transfer_runs import stand_in_of, table5_backbone
 from dpvip.report.backbone_pretraining import backbone_pretraining
 from dpvip.report.paper_values import paper_table
 from dpvip.report.transfer_cells import feature_parts

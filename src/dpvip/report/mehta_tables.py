@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from dpvip.plan.transfer import BEST, MAIN_MODEL, TABLE5_MODEL, table5_backbone
+from dpvip.plan.transfer_runs import BEST, MAIN_MODEL, TABLE5_MODEL, table5_backbone
 from dpvip.report.mehta_notes import chance_notes, shared_stand_in_notes
 from dpvip.report.paper_values import paper_table
 from dpvip.report.transfer_cells import Cell, feature_note, selection_notes, study_cells

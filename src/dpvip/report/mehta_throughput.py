@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dpvip.plan.transfer import MEHTA_THROUGHPUT_STUDY, model_key
+from dpvip.plan.transfer import MEHTA_THROUGHPUT_STUDY
+from dpvip.plan.transfer_runs import model_key
 from dpvip.report.paper_values import paper_table
 from dpvip.report.transfer_cells import feature_parts
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from dpvip.errors import DpvipInputError
 from dpvip.selection import selection_note
 
-# A feature set's path (dpvip.plan.transfer.FeatureSet.path): backbone/dataset/<recipe>_<crop><size>[_x<views>].
+# A feature set's path (dpvip.plan.transfer_runs.FeatureSet.path): backbone/dataset/<recipe>_<crop><size>[_x<views>].
 FEATURE_PATH = re.compile(
     r"(?P<backbone>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^_/]+)_(?P<crop>[a-z]+)(?P<size>\d+)(?:_x\d+)?"
 )

@@ -18,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from dpvip.files import private_work_dir, sha256, write_json
-from dpvip.plan.transfer import FeatureSet, Run
+from dpvip.plan.transfer_runs import FeatureSet, Run
 from dpvip.privacy.randomness import release_key
 
 log = logging.getLogger(__name__)
