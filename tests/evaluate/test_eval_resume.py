@@ -157,6 +157,20 @@ def test_dp_fine_tuning_resumes_to_the_same_weights_and_ledger(tmp_path, sigterm
     assert record["privacy"]["steps_done"] == 6 and key_path(tmp_path).exists()  # dp_finetune releases it
 
 
+def test_dp_fine_tuning_refuses_a_state_of_another_mechanism_naming_it(tmp_path, sigterm_at, digits8):
+    """Rerun with another noise multiplier, the state differs in its fingerprint too (the
+    settings); the ledger is checked first, so the refusal names the mechanism's change."""
+    settings = DPFinetuneSettings(batch_size=50, noise_multiplier=1.0, steps=6, lr=1e-2, micro_batch=32)
+    job = JobState(tmp_path, every=2)
+    run = lambda settings: train_dp_classifier(pico(), digits8[0], settings, job, progress=False)  # noqa: E731
+    sigterm_at(3)
+    with pytest.raises(SystemExit, match="stopped by SIGTERM after step 3"):
+        run(settings)
+    sigterm_at(None)
+    with pytest.raises(DpvipInputError, match="trained with noise_multiplier 1.0, not 2.0: resuming with another"):
+        run(replace(settings, noise_multiplier=2.0))
+
+
 def test_a_grid_keeps_its_finished_points_and_resumes_the_next(tmp_path, sigterm_at, monkeypatch, digits8):
     """Two lrs of 6 steps: killed at step 4 of the second lr, the rerun trains the second
     only, from step 4, and reports what an uninterrupted grid reports."""

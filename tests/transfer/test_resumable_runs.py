@@ -10,10 +10,12 @@ import json
 import math
 import os
 import signal
+from dataclasses import asdict, replace
 
 import pytest
 import torch
 
+from dpvip.errors import DpvipInputError
 from dpvip.plan.transfer_runs import FeatureSet, Run
 from conftest import share_key
 from dpvip.privacy.randomness import RunRandomness, key_path
@@ -68,17 +70,19 @@ class Counted(Rows):
         return self.rows.take(indices, widen)
 
 
-def run(kind: str, work, reads: Reads, state_path=None, every: int = 100) -> dict:
+def run(kind: str, work, reads: Reads, state_path=None, every: int = 100, epsilon: float = 4.0) -> dict:
     """One run on rows that count their reads, with the key in `work` and, given a path, a
-    state there (cleared once the result exists, as the study job does)."""
+    state there (cleared once the result exists, as the study job does); its settings are in
+    the state's fingerprint, as a study job's are."""
     randomness = RunRandomness.secret(work)
-    with LoopState(state_path, {"kind": kind}, every) as state:
+    settings = replace(HEAD if kind == "head" else PROBE, epsilon=epsilon)
+    with LoopState(state_path, {"kind": kind, "settings": asdict(settings)}, every) as state:
         if kind == "head":
             train = [Counted(TensorRows(view), reads) for view in TRAIN]
-            result = train_head(train, LABELS, TEST, LABELS[:20], CLASSES, HEAD, None, randomness, state)
+            result = train_head(train, LABELS, TEST, LABELS[:20], CLASSES, settings, None, randomness, state)
         else:
             train = Counted(TensorRows(TRAIN[0]), reads)
-            result = train_probe(train, LABELS, TEST, LABELS[:20], CLASSES, PROBE, randomness, None, state)
+            result = train_probe(train, LABELS, TEST, LABELS[:20], CLASSES, settings, randomness, None, state)
         state.clear()
     return result
 
@@ -136,6 +140,19 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_result(tmp_path, kind, when,
     assert comparable(resumed) == comparable(whole)  # accuracy, ledger, batch sizes, train loss: the same bits
     assert len(weights) == 2 and torch.equal(weights[1], weights[0]) and weights[0].abs().sum() > 0
     assert not path.exists() and key_path(work).exists()
+
+
+@pytest.mark.parametrize("kind", ["head", "probe"])
+def test_a_state_of_another_mechanism_is_refused_naming_it(tmp_path, kind):
+    """Rerun with another epsilon, the run's state differs in its fingerprint too (the
+    settings); the ledger is checked first, so the refusal names the noise multiplier."""
+    work, path = tmp_path / "run.work", tmp_path / "run.work" / "state.pt"
+    before, steps = reads_per_step(kind, run(kind, work, Reads()))  # the same key: the same batches
+    with pytest.raises(RuntimeError):  # in step 3, after the save at step 2
+        run(kind, work, Reads(before + steps[0] + steps[1] + 1, crash=True), path, every=2)
+    assert torch.load(path, weights_only=True)["step"] == 2
+    with pytest.raises(DpvipInputError, match="trained with noise_multiplier .*would break its privacy accounting"):
+        run(kind, work, Reads(), path, every=2, epsilon=2.0)
 
 
 def test_sigterm_while_centring_stops_before_anything_is_saved(tmp_path):

@@ -197,10 +197,10 @@ def train_dp_classifier(
     saved = job.loop("dp_finetune", {"settings": asdict(settings), "examples": examples, "key": randomness.identity()})
     try:
         with saved:
-            state = saved.restore()
+            # the ledger and optimizer first: a ledger of another mechanism is named as such
+            state = saved.restore(check=lambda state: dp_step.load_state_dict(state, state["step"], str(saved.path)))
             if state:
                 classifier.load_state_dict(state["model"])
-                dp_step.load_state_dict(state, state["step"], str(saved.path))  # ledger and optimizer
                 scheduler.load_state_dict(state["scheduler"])
                 sizes, clipped, start = list(state["batch_sizes"]), state["clipped"], state["step"]
             steps = range(start, settings.steps)

@@ -328,10 +328,10 @@ def fit_head(
         FeatureStream(rows, train_labels, settings.micro_batch, device, stop=state.stop_requested) for rows in views
     ]
     first, sizes, seconds = 0, [], 0.0
-    restored = state.restore(device)
+    # the ledger and optimizer first: a ledger of another mechanism is named as such
+    restored = state.restore(device, check=lambda saved: restore_optimizer_state(dp_step, optimizer, saved, state))
     if restored:
         head.load_state_dict(restored["head"])
-        restore_optimizer_state(dp_step, optimizer, restored, state)
         scheduler.load_state_dict(restored["scheduler"])
         first, sizes, seconds = restored["step"], list(restored["batch_sizes"]), restored["train_seconds"]
 

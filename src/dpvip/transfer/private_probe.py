@@ -295,18 +295,6 @@ def fit_probe(
         privacy |= randomness.record()
     state = LoopState.of(state)  # not entered: SIGTERM keeps its default meaning
     stop = state.stop_requested
-    restored = state.restore(device)
-    inputs = ProbeInputs(settings.feature_norm)
-    if restored:
-        inputs.mean = restored["mean"]
-    elif settings.sigma_ratio is not None:
-        sigma = privacy["sigma_mean"] if privacy else 0.0
-        centre_noise = noise_stream(randomness, 0, device, CENTRE) if privacy else None
-        raw = FeatureStream(rows, train_labels, statistics_rows(settings, width), device, inputs, stop)
-        try:
-            inputs.mean = streamed_private_mean(raw, settings.feature_norm, sigma, centre_noise)
-        except StepInterrupted:
-            raise SystemExit("stopped by SIGTERM while centring, before the first step (nothing to save)") from None
     probe = nn.Linear(width, classes, bias=False, device=device)
     nn.init.zeros_(probe.weight)
     params = [probe.weight]
@@ -323,10 +311,22 @@ def fit_probe(
         if privacy
         else None
     )
+    # the ledger and momentum first: a ledger of another mechanism is named as such
+    restored = state.restore(device, check=lambda saved: restore_optimizer_state(dp_step, optimizer, saved, state))
+    inputs = ProbeInputs(settings.feature_norm)
+    if restored:
+        inputs.mean = restored["mean"]
+    elif settings.sigma_ratio is not None:
+        sigma = privacy["sigma_mean"] if privacy else 0.0
+        centre_noise = noise_stream(randomness, 0, device, CENTRE) if privacy else None
+        raw = FeatureStream(rows, train_labels, statistics_rows(settings, width), device, inputs, stop)
+        try:
+            inputs.mean = streamed_private_mean(raw, settings.feature_norm, sigma, centre_noise)
+        except StepInterrupted:
+            raise SystemExit("stopped by SIGTERM while centring, before the first step (nothing to save)") from None
     first = 0
     if restored:
         probe.load_state_dict(restored["probe"])
-        restore_optimizer_state(dp_step, optimizer, restored, state)
         first = restored["step"]
     stream = FeatureStream(rows, train_labels, settings.micro_batch, device, inputs, stop)
 
