@@ -198,7 +198,7 @@ def train_dp_classifier(
     try:
         with saved:
             # the ledger and optimizer first: a ledger of another mechanism is named as such
-            state = saved.restore(check=lambda state: dp_step.load_state_dict(state, state["step"], str(saved.path)))
+            state = saved.restore(check=lambda stored: dp_step.load_state_dict(stored, stored["step"], str(saved.path)))
             if state:
                 classifier.load_state_dict(state["model"])
                 scheduler.load_state_dict(state["scheduler"])

@@ -118,9 +118,8 @@ class MehtaStudies:
             ("10 epochs -> 1 epochs", inception, {"epochs": 1}),
             *((f"Clip at 1 -> {clip:g}", inception, {"clip_norm": float(clip)}) for clip in t4["clips"]),
             *(
-                (f"Resolution {paper} -> {label}", self._inception(main, dataset, size), {})
+                (f"Resolution {t4['paper_resolution']} -> {label}", self._inception(main, dataset, size), {})
                 for label, size in t4["resolutions"].items()
-                for paper in [t4["paper_resolution"]]
             ),
         ]
         return [
