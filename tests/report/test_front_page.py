@@ -34,7 +34,7 @@ def test_the_overview_lists_the_papers_in_order_and_counts_the_verdicts():
     frame = overview_frame(TABLES)
     assert list(frame["paper"]) == ["ViP", "ViP", "ViP", "DP-RandP", "DP-RandP"]
     assert verdict_counts(frame) == {"held": 2, "not held": 1, "inconclusive": 1, "not tested": 1} | dict.fromkeys(
-        ("unstable", "mixed", "uninformative"), 0
+        ("equivalent", "unstable", "mixed", "uninformative", "not shown equivalent"), 0
     )
     assert overview_summary(frame) == "5 claims of the three papers: 2 held, 1 not held, 1 inconclusive, 1 not tested."
     _, title, notes = overview_table(TABLES, "embedded")

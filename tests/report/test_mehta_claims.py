@@ -10,7 +10,7 @@ ROWS = ("ResNet50x4 / Last layer", "ViT-B/16 / Last layer")
 TEST = 100_000
 
 
-def study(cells: dict[tuple[str, str], float], seeds=(0, 1, 2)) -> dict:
+def study(cells: dict[tuple[str, str], float], seeds=(0, 1, 2), classes=None) -> dict:
     """A study result: two learning rates per cell (the worse 5 points lower), 3 seeds."""
     runs = [
         {
@@ -23,7 +23,7 @@ def study(cells: dict[tuple[str, str], float], seeds=(0, 1, 2)) -> dict:
         for lr in (0.1, 0.01)
         for seed in seeds
     ]
-    return {"runs": runs, "features": {"x": {"test": TEST}}}
+    return {"runs": runs, "features": {"x": {"test": TEST} | ({"classes": classes} if classes else {})}}
 
 
 def studies(lamb: float, sgd: float, large: float, small: float, zero: float, lecun: float, high: float, low: float):
@@ -90,6 +90,17 @@ def test_the_claims_hold_on_the_papers_pattern():
     assert claims[0].verdict.interval.startswith("ResNet50x4: +21.70 [")  # one interval per model
 
 
+def test_an_arm_the_claim_says_falls_to_chance_is_judged_there():
+    """Claim (c): LeCun init drops to chance (10 classes). The two-sided guard would call any
+    other arm at chance uninformative; this one is what the claim is about."""
+    table4 = {("No change", "Accuracy"): 81.0, ("Zero Init -> Lecun Normal Init", "Accuracy"): 10.0}
+    claims = {c.key: c for c in mehta_claims({"mehta_table4": study(table4, classes=10)})}
+    assert claims["c"].verdict.verdict == "held"
+    worse_at_chance = {("No change", "Accuracy"): 81.0, ("Clip at 1 -> 10", "Accuracy"): 10.0}
+    claims = {c.key: c for c in mehta_claims({"mehta_table4": study(worse_at_chance, classes=10)})}
+    assert claims["s"].verdict.verdict == "uninformative", claims["s"].verdict
+
+
 def test_the_claims_fail_when_the_numbers_flip():
     claims = mehta_claims(studies(lamb=40, sgd=60, large=50, small=60, zero=10, lecun=50, high=20, low=40))
     assert {k: verdicts(claims)[k] for k in "abcd"} == dict.fromkeys("abcd", "not held")
@@ -124,7 +135,7 @@ def test_models_that_disagree_make_the_claim_mixed():
         {(ROWS[0], "With privacy / batch=2^20"): 70.0, (ROWS[1], "With privacy / batch=2^20"): 50.0}
     )
     claim = mehta_claims(found)[0]
-    assert claim.verdict.verdict == "mixed" and "ResNet50x4 points against" in claim.verdict.reason
+    assert claim.verdict.verdict == "mixed" and "not held for ResNet50x4" in claim.verdict.reason
 
 
 def test_both_models_against_the_claim_make_it_not_held():

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 from scipy import stats
 
+from dpvip.report.contrasts import binomial_variance, paired_test_variance
 from dpvip.report.verdicts import (
+    EQUIVALENT,
     HELD,
     INCONCLUSIVE,
     MIXED,
     NOT_HELD,
+    NOT_SHOWN_EQUIVALENT,
     NOT_TESTED,
     REFERENCE_RUN_SD,
     UNINFORMATIVE,
@@ -24,6 +30,7 @@ from dpvip.report.verdicts import (
     across,
     contrast_interval,
     judge,
+    judge_equivalence,
     not_tested,
 )
 
@@ -83,12 +90,21 @@ def test_an_arm_at_chance_or_at_the_ceiling_is_uninformative():
     at_chance = verdict_of([11.0, 10.5, 12.0], [9.0, 10.0, 9.5], n=360, chance=10.0)
     assert at_chance.verdict == UNINFORMATIVE and at_chance.reason.startswith("better (11.2) is within noise of chance")
     at_ceiling = verdict_of([99.9, 100.0, 99.8], [99.8, 99.9, 99.7], n=360, chance=10.0)
-    assert at_ceiling.verdict == UNINFORMATIVE and at_ceiling.reason == "worse (99.8) is within noise of 100%"
-    # a worse arm at chance, or a better one at 100%, does not stop the claim from showing
-    assert verdict_of([80.0, 81.0, 79.5], [10.0, 9.5, 10.5], n=360, chance=10.0).verdict == HELD
-    assert verdict_of([99.9, 100.0, 99.8], [60.0, 61.0, 59.0], n=360, chance=10.0).verdict == HELD
-    # the reverse claim: its better arm never learned
+    assert at_ceiling.verdict == UNINFORMATIVE and at_ceiling.reason.endswith("; worse (99.8) is within noise of 100%")
+    # two-sided: a worse arm at chance (it failed to learn) or a better one at 100% shows nothing either
+    worse_failed = verdict_of([80.0, 81.0, 79.5], [10.0, 9.5, 10.5], n=360, chance=10.0)
+    assert worse_failed.verdict == UNINFORMATIVE and worse_failed.reason.startswith("worse (10.0) is within noise")
+    assert verdict_of([99.9, 100.0, 99.8], [60.0, 61.0, 59.0], n=360, chance=10.0).verdict == UNINFORMATIVE
     assert verdict_of([10.0, 9.5, 10.5], [80.0, 81.0, 79.5], n=360, chance=10.0).verdict == UNINFORMATIVE
+    # unless the claim says that arm falls to chance (the claim is the failure)
+    groups = {
+        "better": Group.of([80.0, 81.0, 79.5], 360, 10.0),
+        "worse": Group.of([10.0, 9.5, 10.5], 360, 10.0, may_sit_at_chance=True, label="LeCun init"),
+    }
+    assert judge(groups, DIFFERENCE).verdict == HELD
+    # reasons name a group by its label
+    groups["better"] = Group.of([10.5, 9.5, 10.0], 360, 10.0, label="zero init")
+    assert judge(groups, DIFFERENCE).reason.startswith("zero init (10.0) is within noise of chance")
 
 
 def test_a_verdict_that_rests_on_one_run_is_unstable():
@@ -167,12 +183,87 @@ def test_parts_across_settings():
     leaning_for = verdict_of([60, 75, 68], [58, 66, 59], 10_000)
     assert leaning_for.verdict == INCONCLUSIVE and leaning_for.estimate > 0
     assert across({"ResNet": held, "ViT": held}).verdict == HELD
-    mixed = across({"ResNet": not_held, "ViT": leaning_for})
-    assert mixed.verdict == MIXED and "ResNet points against" in mixed.reason and "ViT points for" in mixed.reason
-    assert across({"ResNet": held, "ViT": not_held}).verdict == MIXED
+    # one part decisive, the other leaning the other way inconclusively: the decisive part speaks
+    one_way = across({"ResNet": not_held, "ViT": leaning_for})
+    assert one_way.verdict == NOT_HELD and one_way.reason.startswith("ResNet: not held")
+    mixed = across({"ResNet": held, "ViT": not_held})
+    assert mixed.verdict == MIXED and mixed.reason == "the parts disagree: held for ResNet, not held for ViT"
     assert across({"ResNet": held, "ViT": leaning_for}).verdict == INCONCLUSIVE
     assert across({"ResNet": held, "ViT": not_tested("x")}).verdict == NOT_TESTED
     assert across({"ResNet": held, "ViT": held}).interval.startswith("ResNet: +80.00 [")
+
+
+def test_decisive_and_inconclusive_verdicts_say_why():
+    assert verdict_of([80.1, 79.8, 80.3], [70.2, 70.0, 69.7], n=10_000).reason == "the 95% interval lies above 0"
+    assert verdict_of([70.2, 70.0, 69.7], [80.1, 79.8, 80.3], n=10_000).reason == "the 95% interval lies below 0"
+    found = verdict_of([60.0, 75.0, 68.0], [64.0, 70.0, 58.0], n=10_000)
+    assert (
+        found.reason
+        == f"the 95% interval contains 0; an effect of {found.detectable:.1f} would be found with 80% power"
+    )
+
+
+def paired_groups(better_runs, worse_runs, test_set="digits-test"):
+    """Groups whose runs carry per-example correctness on one test set."""
+
+    def group(runs):
+        return Group.of([100 * np.mean(r) for r in runs], len(runs[0]), correct=runs, test_set=test_set)
+
+    return {"better": group(better_runs), "worse": group(worse_runs)}
+
+
+def test_arms_on_one_test_set_are_compared_paired():
+    """Both arms get the same 300 hard examples wrong and the same 600 easy ones right; `better`
+    also gets 60 of the 100 middle ones, `worse` 40. The per-example contrast is 20 on the
+    middle hundred, 0 elsewhere: its test-set variance var(d)/n, far below the sum of the two
+    binomial variances."""
+    n = 1_000
+    base = np.zeros(n)
+    base[300:900] = 1  # 600 easy examples right; 300 hard ones (0-299) and the middle 100 (900-999) wrong
+    better, worse = base.copy(), base.copy()
+    better[900:960], worse[900:940] = 1, 1
+    groups = paired_groups([better] * 3, [worse] * 3)
+    d = 100 * (better - worse)
+    assert paired_test_variance(groups, DIFFERENCE) == pytest.approx(np.var(d, ddof=1) / n)
+    paired = contrast_interval(groups, DIFFERENCE)
+    unpaired = contrast_interval({k: replace(g, correct=None, test_set=None) for k, g in groups.items()}, DIFFERENCE)
+    assert paired.estimate == unpaired.estimate == pytest.approx(2.0)
+    assert paired.standard_error == pytest.approx(math.sqrt(np.var(d, ddof=1) / n))
+    assert unpaired.standard_error > 3 * paired.standard_error
+    # on different test sets, or with one run that kept no correctness, the arms are unpaired
+    apart = {**groups, "worse": replace(groups["worse"], test_set="other")}
+    assert paired_test_variance(apart, DIFFERENCE) is None
+    partly = Group.of([66.0, 64.0], n, correct=[better, None], test_set="digits-test")
+    assert partly.correct is None and partly.test_set is None
+    # a run left out takes its correctness with it
+    assert len(groups["better"].without(0).correct) == 2
+
+
+def test_identical_paired_predictions_keep_a_floor():
+    same = np.r_[np.ones(50), np.zeros(50)]
+    groups = paired_groups([same] * 3, [same] * 3)
+    assert paired_test_variance(groups, DIFFERENCE) == pytest.approx(2 * binomial_variance(0.0, 100))
+
+
+def test_equivalence_within_a_margin():
+    """TOST: equivalent when the 90% interval lies inside the margin; not held when the 95%
+    interval lies wholly outside; otherwise not shown equivalent. Arms at chance are alike
+    for want of learning: uninformative."""
+    close = {"better": Group.of([70.1, 69.9, 70.0], 100_000), "worse": Group.of([70.2, 70.0, 69.8], 100_000)}
+    found = judge_equivalence(close, DIFFERENCE, margin=2.0)
+    assert found.verdict == EQUIVALENT and -2 < found.low < found.high < 2 and "margin +-2" in found.reason
+    far = {"better": Group.of([80.1, 79.9, 80.0], 100_000), "worse": Group.of([70.2, 70.0, 69.8], 100_000)}
+    assert judge_equivalence(far, DIFFERENCE, margin=2.0).verdict == NOT_HELD
+    noisy = {"better": Group.of([60.0, 75.0, 68.0], 100_000), "worse": Group.of([64.0, 70.0, 58.0], 100_000)}
+    assert judge_equivalence(noisy, DIFFERENCE, margin=2.0).runs_needed == "> 50"
+    shown = judge_equivalence(noisy, DIFFERENCE, margin=10.0)
+    assert shown.verdict == NOT_SHOWN_EQUIVALENT and int(shown.runs_needed) > 3
+    at_chance = {name: Group.of([10.0, 10.5, 9.5], 360, 10.0) for name in ("better", "worse")}
+    assert judge_equivalence(at_chance, DIFFERENCE, margin=2.0).verdict == UNINFORMATIVE
+    one_run = {name: Group.of([70.0], 100_000) for name in ("better", "worse")}
+    assert judge_equivalence(one_run, DIFFERENCE, margin=2.0).verdict == INCONCLUSIVE
+    with pytest.raises(ValueError, match="margin must be positive"):
+        judge_equivalence(close, DIFFERENCE, margin=0)
 
 
 def test_the_verdicts_repeat():

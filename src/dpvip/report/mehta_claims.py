@@ -7,6 +7,8 @@ over seeds), one accuracy per seed on the test set of its cached features.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
 from dpvip.report.claims import (
@@ -135,8 +137,9 @@ def _batch_claim(key: str, ours: StudyGroups, model: str) -> Claim:
 
 def _init_claim(ours: StudyGroups) -> Claim:
     zero = ours.group("mehta_table4", NO_CHANGE, "Accuracy")
-    lecun = ours.group("mehta_table4", "Zero Init -> Lecun Normal Init", "Accuracy")  # may fall to chance
-    return _versus("c", zero, lecun, "zero init vs LeCun normal init")
+    lecun = ours.group("mehta_table4", "Zero Init -> Lecun Normal Init", "Accuracy")
+    # the paper's finding is that this arm falls to chance: the guard must not hide it there
+    return _versus("c", zero, replace(lecun, may_sit_at_chance=True), "zero init vs LeCun normal init")
 
 
 def _table4_claim(key: str, ours: StudyGroups, row: str, helps: bool) -> Claim:
@@ -195,7 +198,7 @@ def _figure2_claims(ours: StudyGroups) -> list[Claim]:
             _versus(
                 "aa",
                 ours.group(study, "(c) init scale", low),
-                ours.group(study, "(c) init scale", high),
+                replace(ours.group(study, "(c) init scale", high), may_sit_at_chance=True),  # "down to chance"
                 f"one DP step: init scale {small:g} vs {large:g}",
             )
         )

@@ -8,23 +8,30 @@ differences), each positive when the claim holds; a claim of several contrasts (
 Oriented beats each other set) holds when all of them do.
 
 The interval of a contrast is a Welch t-interval on the run means with the test set's
-binomial variance added. The variance of a group's mean is the between-run sample variance
+variance added. The variance of a group's mean is the between-run sample variance
 over its runs, divided by their number, plus p (1 - p) / n for its test set of n (Agresti-
 Coull p, so a group at 0% or 100% still has noise); the degrees of freedom are Welch-
 Satterthwaite's, in which the binomial terms count as known. Why this and not a bootstrap:
 with 3 runs a percentile bootstrap of the runs underestimates their variance by a third and
 its distribution is coarse; with 1 run it sees the test-set noise only, while the run-to-run
 spread of DP training is the larger part (4.66 points against 1.99 in our DP-RandP runs).
-Adding the binomial term for groups measured on the same test set is conservative (their
-test-set noise partly cancels in a difference). The calibration test (tests/report/
-test_verdict_calibration.py) simulates claims at our measured noise: the interval covers the
-true effect >= 93% of the time at 3 runs, and a null effect is called held <= 2.5%.
+Paired arms: when every group of a contrast carries each run's per-example correctness on one
+test set (`correct`, `test_set`), the test-set term is the variance of the per-example
+contrast instead: d_i = sum_g c_g * (group g's mean correctness on example i), var(d) / n. Arms
+scored on the same images share that image's difficulty, which cancels in their difference;
+adding their binomial variances overstates the contrast's noise (about 2x its SD at 360
+images). The calibration test (tests/report/test_verdict_calibration.py) simulates claims at
+our measured noise, paired and unpaired: the interval covers the true effect >= 93% of the
+time at 3 runs, and a null effect is called held <= 2.5%.
 
 Verdicts, in the order they are checked:
 - `not tested`: a group has no result in this configuration (the reason is given).
-- `uninformative`: an arm the claim says is better sits within noise (two standard errors of
-  its mean) of chance, or one it says is worse within noise of 100%: the comparison cannot
-  show the claim there.
+- `uninformative`: an arm sits within noise (two standard errors of its mean) of chance or of
+  100%, whichever side of the claim it is on: an arm that never learned (or cannot be
+  beaten) shows nothing about the claim either way. A one-sided guard (only a better arm at
+  chance) is biased towards `held`: when arms sometimes fail to learn, a worse arm that failed
+  makes a false `held` (16% of equal-arm claims with a 0.2 failure rate per arm). Only an arm
+  the claim itself says falls to chance (`may_sit_at_chance`) is exempt.
 - `inconclusive (k runs)`: a group has fewer than MIN_RUNS runs (a `fixed` group, one given
   model the claim starts from such as (Syn)-ViP, has no run-to-run spread and needs none). Its interval is still shown,
   with the between-run SD of a run-to-run reference (REFERENCE_RUN_SD) for a one-run
@@ -34,7 +41,11 @@ Verdicts, in the order they are checked:
   contrast's interval below 0 (Bonferroni-corrected over the contrasts) / otherwise.
 - `unstable`: a decisive verdict changes when any one run is left out of any group.
 Claims whose parts are separate settings (one model, then another) combine with `across`:
-parts that point opposite ways, one of them decisively, make the claim `mixed`.
+a part held and another not held make the claim `mixed`.
+
+Claims of no difference (`judge_equivalence`): two one-sided tests (TOST) against a stated
+margin: `equivalent` when the 90% interval lies inside (-margin, +margin), `not held` when the
+95% interval lies wholly outside it, `not shown equivalent` otherwise; with the same guards.
 
 Power: each verdict states the minimum detectable effect (two-sided 5%, 80% power) at its
 runs and test size, and how many runs per group would detect the paper's own effect.
@@ -46,124 +57,26 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-from scipy import stats
+from dpvip.report.contrasts import (
+    CONFIDENCE,
+    POWER,
+    REFERENCE_RUN_SD,
+    Contrast,
+    Group,
+    Interval,
+    t_quantile,
+    contrast_interval,
+    paired_test_variance,
+)
 
 HELD, NOT_HELD, INCONCLUSIVE, NOT_TESTED = "held", "not held", "inconclusive", "not tested"
 UNSTABLE, MIXED, UNINFORMATIVE = "unstable", "mixed", "uninformative"
-VERDICTS = (HELD, NOT_HELD, UNSTABLE, MIXED, UNINFORMATIVE, INCONCLUSIVE, NOT_TESTED)
-DECISIVE = (HELD, NOT_HELD)
-CONFIDENCE, POWER = 0.95, 0.80
+EQUIVALENT, NOT_SHOWN_EQUIVALENT = "equivalent", "not shown equivalent"
+VERDICTS = (HELD, EQUIVALENT, NOT_HELD, UNSTABLE, MIXED, UNINFORMATIVE, INCONCLUSIVE, NOT_SHOWN_EQUIVALENT, NOT_TESTED)
+DECISIVE = (HELD, EQUIVALENT, NOT_HELD)
 MIN_RUNS = 3  # a decisive verdict needs this many independent runs in every group
 MAX_RUNS = 50  # the most runs per group the power column searches
-# The between-seed SD of test accuracy (points) pooled over our eight 3-seed DP-RandP groups
-# of the embedded config (16 degrees of freedom): the run-to-run spread assumed for a group
-# of one run, which cannot show its own.
-REFERENCE_RUN_SD, REFERENCE_DF = 4.66, 16
 STANDARD_ERRORS = 2  # how close to chance or 100% an arm may sit before it is uninformative
-
-Contrast = Mapping[str, float]  # {group: coefficient}
-
-
-@dataclass(frozen=True)
-class Group:
-    """One side of a comparison: a value per independent run (accuracies in %, or another
-    measure such as a final training loss)."""
-
-    values: tuple[float, ...]
-    test_examples: int | None = None  # the test set behind each accuracy (None: not an accuracy)
-    chance: float | None = None  # the task's chance accuracy (%), where known
-    spread: tuple[float, ...] | None = None  # the runs the between-run variance comes from (default: values)
-    fixed: bool = False  # one given model the claim starts from (not a sample of runs): test-set noise only
-
-    @classmethod
-    def of(cls, values, test_examples: int | None = None, chance: float | None = None, fixed: bool = False) -> Group:
-        kept = tuple(float(v) for v in values if v is not None and not math.isnan(float(v)))
-        return cls(kept, test_examples, chance, fixed=fixed)
-
-    @property
-    def runs(self) -> int:
-        return len(self.values)
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.values)) if self.values else math.nan
-
-    @property
-    def is_accuracy(self) -> bool:
-        return bool(self.test_examples)
-
-    def test_variance(self) -> float:
-        """The binomial variance of the mean's test-set proportion (points^2; 0 for a value
-        that is not an accuracy)."""
-        if not self.is_accuracy:
-            return 0.0
-        n = self.test_examples
-        p = (self.mean / 100 * n + 2) / (n + 4)  # Agresti-Coull
-        return 1e4 * p * (1 - p) / (n + 4)
-
-    def run_variance(self, runs: int | None = None) -> tuple[float, float]:
-        """(variance of the mean over `runs` runs from the between-run spread, its degrees of
-        freedom): the sample variance with 2+ runs, the reference for one accuracy run."""
-        if self.fixed:
-            return 0.0, math.inf
-        runs = runs or self.runs
-        spread = self.spread or self.values
-        if len(spread) >= 2:
-            return float(np.var(spread, ddof=1)) / runs, float(len(spread) - 1)
-        if self.is_accuracy:
-            return REFERENCE_RUN_SD**2 / runs, float(REFERENCE_DF)
-        return math.nan, math.nan
-
-    def noise(self) -> float:
-        """Standard error of the mean, between-run spread (when seen) and test set."""
-        between = float(np.var(self.values, ddof=1)) / self.runs if self.runs >= 2 else 0.0
-        return math.sqrt(between + self.test_variance())
-
-    def without(self, index: int) -> Group:
-        """The group less one run, its spread still estimated from all of them: leaving a run
-        out asks whether the verdict rests on that run, not how it fares with less data."""
-        return replace(self, values=self.values[:index] + self.values[index + 1 :], spread=self.spread or self.values)
-
-
-@dataclass(frozen=True)
-class Interval:
-    estimate: float
-    standard_error: float
-    df: float
-
-    def bounds(self, confidence: float) -> tuple[float, float]:
-        if math.isnan(self.standard_error):
-            return math.nan, math.nan
-        half = _t(1 - (1 - confidence) / 2, self.df) * self.standard_error
-        return self.estimate - half, self.estimate + half
-
-    @property
-    def detectable(self) -> float:
-        """The smallest effect this design detects with POWER at two-sided 1 - CONFIDENCE."""
-        return (_t(1 - (1 - CONFIDENCE) / 2, self.df) + _t(POWER, self.df)) * self.standard_error
-
-
-def _t(q: float, df: float) -> float:
-    return float(stats.norm.ppf(q)) if not math.isfinite(df) else float(stats.t.ppf(q, df))
-
-
-def contrast_interval(groups: Mapping[str, Group], contrast: Contrast, runs: int | None = None) -> Interval:
-    """The contrast's estimate with its standard error and Welch-Satterthwaite degrees of
-    freedom; `runs`: as if every group had that many runs (for the power column)."""
-    estimate = sum(c * groups[name].mean for name, c in contrast.items())
-    total, welch = 0.0, 0.0
-    for name, c in contrast.items():
-        variance, df = groups[name].run_variance(runs)
-        if runs and len(groups[name].spread or groups[name].values) < 2 and math.isfinite(df):
-            df = float(runs - 1)  # the reference spread, as if measured on that many runs
-        total += c * c * (variance + groups[name].test_variance())
-        if variance > 0:
-            welch += (c * c * variance) ** 2 / df
-    if math.isnan(total):
-        return Interval(estimate, math.nan, math.nan)
-    df = total**2 / welch if welch > 0 else math.inf
-    return Interval(estimate, math.sqrt(total), df)
 
 
 @dataclass(frozen=True)
@@ -221,8 +134,11 @@ def _runs_needed(groups: Mapping[str, Group], contrast: Contrast, effect: float 
         if contrast_interval(groups, contrast, runs).detectable <= abs(effect):
             return str(runs)
     # the test sets' variance does not shrink with more runs: past it, no number of runs helps
-    test_only = math.sqrt(sum(c * c * groups[name].test_variance() for name, c in contrast.items()))
-    if (_t(1 - (1 - CONFIDENCE) / 2, math.inf) + _t(POWER, math.inf)) * test_only >= abs(effect):
+    paired = paired_test_variance(groups, contrast)
+    test_only = math.sqrt(
+        paired if paired is not None else sum(c * c * groups[name].test_variance() for name, c in contrast.items())
+    )
+    if (t_quantile(1 - (1 - CONFIDENCE) / 2, math.inf) + t_quantile(POWER, math.inf)) * test_only >= abs(effect):
         sizes = sorted({groups[name].test_examples for name in contrast if groups[name].test_examples})
         return f"none: {' / '.join(f'{n:,}' for n in sizes)} test images are too few"
     return f"> {MAX_RUNS}"
@@ -247,28 +163,53 @@ def judge(
         low,
         high,
         " / ".join("fixed" if group.fixed else str(group.runs) for group in groups.values()),
+        reason=_why(raw, len(contrasts), binding),
         detectable=binding.detectable,
         runs_needed=_runs_needed(groups, contrast, paper_effect),
     )
-    guard = _uninformative(groups, contrasts) or _too_few_runs(groups) or _unstable(groups, contrasts, raw)
+    guard = (
+        _uninformative(groups, contrasts)
+        or _too_few_runs(groups)
+        or _unstable(groups, lambda changed: _raw(changed, contrasts)[0], raw)
+    )
     return replace(found, **guard) if guard else found
 
 
+def _why(verdict: str, contrasts: int, binding: Interval) -> str:
+    """The reason of an unguarded verdict, in words."""
+    which = "every contrast's" if contrasts > 1 else "the"
+    if verdict == HELD:
+        return f"{which} {CONFIDENCE:.0%} interval lies above 0"
+    if verdict == NOT_HELD:
+        return (
+            "a contrast's Bonferroni-corrected interval lies below 0"
+            if contrasts > 1
+            else (f"the {CONFIDENCE:.0%} interval lies below 0")
+        )
+    if math.isnan(binding.standard_error):
+        return "no interval: a single run of a value with no test set"
+    found = f"an effect of {binding.detectable:.1f} would be found with {POWER:.0%} power"
+    return f"the {CONFIDENCE:.0%} interval contains 0; {found}"
+
+
 def _uninformative(groups: Mapping[str, Group], contrasts: Sequence[Contrast]) -> dict | None:
-    """An arm the claim says is better (a positive coefficient) within noise of chance never
-    learned, and one it says is worse within noise of 100% cannot be beaten: either way the
-    comparison cannot show the claim. (A worse arm at chance or a better one at 100% can.)"""
+    """An arm within noise of chance never learned, and one within noise of 100% cannot be told
+    from another there: on either side of the claim, the comparison cannot show it (the guard is
+    two-sided so that arms that fail to learn bias neither `held` nor `not held`). An arm the
+    claim itself says falls to chance (`may_sit_at_chance`) is left be."""
     reasons = {}
     for contrast in contrasts:
         for name, coefficient in contrast.items():
             group = groups[name]
-            if not group.is_accuracy:
+            if not (coefficient and group.is_accuracy):
                 continue
             margin = STANDARD_ERRORS * group.noise()
-            if coefficient > 0 and group.chance is not None and group.mean - group.chance <= margin:
-                reasons[name] = f"{name} ({group.mean:.1f}) is within noise of chance ({group.chance:.3g}%)"
-            elif coefficient < 0 and 100 - group.mean <= margin:
-                reasons[name] = f"{name} ({group.mean:.1f}) is within noise of 100%"
+            shown = group.name(name)
+            at_chance = group.chance is not None and group.mean - group.chance <= margin
+            if at_chance and not group.may_sit_at_chance:
+                reasons[name] = f"{shown} ({group.mean:.1f}) is within noise of chance ({group.chance:.3g}%)"
+            elif 100 - group.mean <= margin:
+                reasons[name] = f"{shown} ({group.mean:.1f}) is within noise of 100%"
     return {"verdict": UNINFORMATIVE, "reason": "; ".join(reasons.values())} if reasons else None
 
 
@@ -288,17 +229,18 @@ def _too_few_runs(groups: Mapping[str, Group]) -> dict | None:
     }
 
 
-def _unstable(groups: Mapping[str, Group], contrasts: Sequence[Contrast], verdict: str) -> dict | None:
+def _unstable(groups: Mapping[str, Group], decide, verdict: str) -> dict | None:
     """Leave each run of each group out in turn: a decisive verdict that changes is unstable
-    (an inconclusive one claims nothing that one run could overturn)."""
+    (an inconclusive one claims nothing that one run could overturn). `decide`: groups -> the
+    unguarded verdict."""
     if verdict not in DECISIVE:
         return None
     changed = []
     for name, group in groups.items():
         for index in range(0 if group.fixed else group.runs):
-            left = _raw({**groups, name: group.without(index)}, contrasts)[0]
+            left = decide({**groups, name: group.without(index)})
             if left != verdict:
-                changed.append(f"without {name} run {index + 1}: {left}")
+                changed.append(f"without {group.name(name)} run {index + 1}: {left}")
     if not changed:
         return None
     return {"verdict": UNSTABLE, "reason": f"{verdict} on all runs, but " + "; ".join(changed)}
@@ -310,8 +252,8 @@ def not_tested(reason: str) -> Verdict:
 
 def across(parts: Mapping[str, Verdict]) -> Verdict:
     """A claim made for several settings (one model, then another): held when it holds in
-    each, not held when it fails in one and no other points the other way, `mixed` when one
-    part is decisive and another points the other way; else the first part that is not held.
+    each; `mixed` when one part is held and another not held; not held when a part is not held
+    and none is held; else the first part that is not held (inconclusive, uninformative, ...).
     """
     named = list(parts.items())
     detail = "; ".join(f"{name}: {v.interval or v.verdict}" for name, v in named)
@@ -319,19 +261,72 @@ def across(parts: Mapping[str, Verdict]) -> Verdict:
     for name, part in named:
         if part.verdict == NOT_TESTED:
             return replace(part, reason=f"{name}: {part.reason}")
-    signs = {
-        name: math.copysign(1, v.estimate)
-        for name, v in named
-        if not math.isnan(v.estimate) and v.verdict != UNINFORMATIVE  # an uninformative part points nowhere
-    }
-    decisive = [name for name, v in named if v.decisive]
-    if decisive and len(set(signs.values())) > 1:
-        reason = "; ".join(
-            f"{name} points {'for' if signs[name] > 0 else 'against'} ({parts[name].verdict})" for name in signs
-        )
+    held = [name for name, v in named if v.verdict in (HELD, EQUIVALENT)]
+    refuted = [name for name, v in named if v.verdict == NOT_HELD]
+    if held and refuted:
+        reason = f"held for {', '.join(held)}, not held for {', '.join(refuted)}"
         return Verdict(MIXED, runs=runs, reason=f"the parts disagree: {reason}", detail=detail)
-    if all(v.verdict == HELD for _, v in named):
+    if len(held) == len(named):
         return replace(named[0][1], runs=runs, detail=detail, reason="")
-    first = next((v for _, v in named if v.verdict == NOT_HELD), None) or next(v for _, v in named if v.verdict != HELD)
+    first = parts[refuted[0]] if refuted else next(v for _, v in named if v.verdict not in (HELD, EQUIVALENT))
     reason = "; ".join(f"{name}: {v.verdict}" + (f" ({v.reason})" if v.reason else "") for name, v in named)
     return replace(first, runs=runs, detail=detail, reason=reason)
+
+
+def judge_equivalence(groups: Mapping[str, Group], contrast: Contrast, margin: float) -> Verdict:
+    """A claim of no difference, tested as equivalence within +-`margin` (TOST, two one-sided
+    tests at 1 - CONFIDENCE each): `equivalent` when the (2 CONFIDENCE - 1) interval of the
+    contrast lies inside (-margin, margin), `not held` when its CONFIDENCE interval lies wholly
+    outside, else `not shown equivalent`. The guards are those of `judge` (arms at chance are
+    trivially alike: uninformative). `detectable` is the smallest margin this design shows with
+    POWER when the true difference is 0."""
+    if margin <= 0:
+        raise ValueError(f"an equivalence margin must be positive, not {margin}")
+    missing = [name for name, group in groups.items() if not group.values]
+    if missing:
+        return not_tested(f"no result for {', '.join(missing)} in this configuration")
+
+    def decide(current: Mapping[str, Group]) -> tuple[str, Interval]:
+        interval = contrast_interval(current, contrast)
+        if math.isnan(interval.standard_error):
+            return NOT_SHOWN_EQUIVALENT, interval
+        low, high = interval.bounds(2 * CONFIDENCE - 1)
+        outer_low, outer_high = interval.bounds(CONFIDENCE)
+        if -margin < low and high < margin:
+            return EQUIVALENT, interval
+        if outer_low > margin or outer_high < -margin:
+            return NOT_HELD, interval
+        return NOT_SHOWN_EQUIVALENT, interval
+
+    raw, interval = decide(groups)
+    low, high = interval.bounds(2 * CONFIDENCE - 1)
+    found = Verdict(
+        raw,
+        interval.estimate,
+        low,
+        high,
+        " / ".join("fixed" if group.fixed else str(group.runs) for group in groups.values()),
+        reason=f"margin +-{margin:g}; interval at {2 * CONFIDENCE - 1:.0%} (two one-sided tests)",
+        detectable=(t_quantile(CONFIDENCE, interval.df) + t_quantile(1 - (1 - POWER) / 2, interval.df))
+        * interval.standard_error,
+        runs_needed=_equivalence_runs(groups, contrast, margin),
+    )
+    guard = (
+        _uninformative(groups, [contrast])
+        or _too_few_runs(groups)
+        or _unstable(groups, lambda changed: decide(changed)[0], raw)
+    )
+    return replace(found, **guard) if guard else found
+
+
+def _equivalence_runs(groups: Mapping[str, Group], contrast: Contrast, margin: float) -> str:
+    """Runs per group that show equivalence within the margin with POWER at a true difference 0."""
+    if any(math.isnan(groups[name].run_variance()[1]) for name in contrast):
+        return "unknown (no run-to-run spread)"
+    for runs in range(MIN_RUNS, MAX_RUNS + 1):
+        interval = contrast_interval(groups, contrast, runs)
+        if (
+            t_quantile(CONFIDENCE, interval.df) + t_quantile(1 - (1 - POWER) / 2, interval.df)
+        ) * interval.standard_error <= margin:
+            return str(runs)
+    return f"> {MAX_RUNS}"
