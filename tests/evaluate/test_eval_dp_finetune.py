@@ -6,6 +6,8 @@ import math
 from dataclasses import replace
 
 import pytest
+
+from dpvip.per_example import PER_EXAMPLE, read_correctness
 import torch
 
 from dpvip.errors import DpvipInputError
@@ -100,6 +102,8 @@ def test_private_fine_tuning_learns_digits(digits8, tmp_path):
     settings = DPFinetuneSettings(batch_size=256, noise_multiplier=1.0, steps=30, lr=1e-2, warmup_steps=5)
     result = dp_finetune(pico(), train, test, settings, tmp_path, progress=False)
     assert result["top1_percent"] > 40  # chance is 10%
+    bits, test_set = read_correctness(result[PER_EXAMPLE])  # each test example's, for paired comparisons
+    assert 100 * bits.mean() == pytest.approx(result["top1_percent"]) and test_set.startswith(f"{test.name}:")
     assert result["privacy"]["epsilon_spent"] < 10
 
 

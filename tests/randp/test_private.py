@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 
 import pytest
+
 import torch
 from torch import nn
+
+from dpvip.per_example import PER_EXAMPLE, identity_of_test_set, read_correctness
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.datasets import LabelledImages
@@ -154,3 +157,8 @@ def test_a_short_private_run_learns_an_easy_task(tmp_path, torch_one_thread):
     assert result["privacy"]["randomness"] == "secret" and result["privacy"]["epsilon_spent"] <= 8.0
     assert result["accuracy"]["test"] > 20.0, result["accuracy"]
     assert result["accuracy"]["validation"] is None  # no validation split given
+    # each test example's correctness, kept for paired comparisons: it gives the accuracy
+    for weights in ("accuracy", "accuracy_live"):
+        bits, test_set = read_correctness(result[PER_EXAMPLE][weights]["test"])
+        assert 100 * bits.mean() == pytest.approx(result[weights]["test"])
+        assert test_set == identity_of_test_set(splits["test"].name, splits["test"].labels.numpy())

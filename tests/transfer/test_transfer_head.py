@@ -8,8 +8,11 @@ import math
 
 import numpy as np
 import pytest
+
 import torch
 import torch.nn.functional as F
+
+from dpvip.per_example import PER_EXAMPLE, read_correctness
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy import gaussian
@@ -176,11 +179,12 @@ def test_the_head_learns_separable_features_and_zero_init_beats_a_huge_one():
         ),
         "dp huge init": HeadSettings(epsilon=8.0, init_scale=100.0, **single_step),
     }
-    accuracy = {
-        name: train_head(train, labels, test[0], test_labels, 3, settings)["accuracy"]
-        for name, settings in runs.items()
-    }
+    results = {name: train_head(train, labels, test[0], test_labels, 3, settings) for name, settings in runs.items()}
+    accuracy = {name: result["accuracy"] for name, result in results.items()}
     print(accuracy)
+    for result in results.values():  # each test example's correctness, kept for paired comparisons
+        bits, test_set = read_correctness(result[PER_EXAMPLE])
+        assert 100 * bits.mean() == pytest.approx(result["accuracy"]) and test_set.startswith("test:")
     assert min(accuracy["dp"], accuracy["plain"], accuracy["dp subsampled"]) > 80.0  # chance: 33%
     assert accuracy["dp"] >= accuracy["dp huge init"]
 

@@ -1,5 +1,5 @@
-"""Top-1 accuracy of a classifier on a labelled set (torch only: DP-RandP's private runs use it
-without the fine-tuning stack)."""
+"""Top-1 accuracy of a classifier on a labelled set, and each example's correctness (torch
+only: DP-RandP's private runs use it without the fine-tuning stack)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,29 @@ from torch import nn
 
 
 @torch.no_grad()
-def classifier_accuracy(classifier: nn.Module, test, batch_size: int = 256, dist=None) -> float:
-    """Top-1 accuracy (a fraction) on `test` (LabelledImages or FolderImages), in batches on
-    the classifier's device. With `dist` (a `Distributed` of several processes) each rank
-    scores every world-th batch and the counts are summed: the same batches as one process."""
+def classifier_correct(classifier: nn.Module, test, batch_size: int = 256, dist=None) -> torch.Tensor:
+    """Whether the classifier's top-1 prediction is right, for each example of `test`
+    (LabelledImages or FolderImages) in its order (bool, on the CPU), in batches on the
+    classifier's device. With `dist` (a `Distributed` of several processes) each rank scores
+    every world-th batch and the ranks' parts are summed: the same as one process."""
     classifier.eval()
     device = next(classifier.parameters()).device
     if dist is None or dist.world == 1:
-        correct = sum(
-            int((classifier(images.to(device)).argmax(1) == labels.to(device)).sum())
+        parts = [
+            (classifier(images.to(device)).argmax(1) == labels.to(device)).cpu()
             for images, labels in test.batches(batch_size)
-        )
-    else:
-        correct = 0
-        for start in range(dist.rank * batch_size, len(test), dist.world * batch_size):
-            part = test.subset(range(start, min(start + batch_size, len(test))))
-            correct += int((classifier(part.images.to(device)).argmax(1) == part.labels.to(device)).sum())
-        correct = round(dist.sum(correct))
-    return correct / max(1, len(test))
+        ]
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
+    correct = torch.zeros(len(test), dtype=torch.float64, device=device)
+    for start in range(dist.rank * batch_size, len(test), dist.world * batch_size):
+        part = test.subset(range(start, min(start + batch_size, len(test))))
+        right = classifier(part.images.to(device)).argmax(1) == part.labels.to(device)
+        correct[start : start + len(right)] = right.double()
+    dist.sum_tensor(correct)
+    return correct.cpu() > 0.5
+
+
+def classifier_accuracy(classifier: nn.Module, test, batch_size: int = 256, dist=None) -> float:
+    """Top-1 accuracy (a fraction) on `test`: see `classifier_correct`."""
+    correct = classifier_correct(classifier, test, batch_size, dist)
+    return float(correct.double().mean()) if len(correct) else 0.0

@@ -27,6 +27,7 @@ from dpvip.evaluate.features import FeatureChoice, extract
 from dpvip.evaluate.kshot import k_shot_indices
 from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, scores, train_probe_augmented
 from dpvip.files import private_work_dir, sha256, write_json
+from dpvip.per_example import PER_EXAMPLE
 from dpvip.models.checkpoint import load_mae_at
 from dpvip.plan.vip_evaluations import Evaluation
 from dpvip.selection import Selection
@@ -147,7 +148,7 @@ def _dp_finetune(evaluation: Evaluation, section: dict, checkpoint: str | None, 
     result = dp_finetune(mae, train, test, settings, job, progress=job.is_main)
     privacy = result["privacy"]
     columns = {"Top-1 Accuracy": result["top1_percent"], "epsilon": privacy["epsilon_spent"], "delta": privacy["delta"]}
-    return {"columns": columns, "data": data} | {
+    return {"columns": columns, "data": data, PER_EXAMPLE: {"Top-1 Accuracy": result[PER_EXAMPLE]}} | {
         key: result[key] for key in ("privacy", "batch_sizes", "clipped_fraction", "settings", "world_size")
     }
 

@@ -29,8 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from dpvip.evaluate.accuracy import classifier_accuracy
+from dpvip.evaluate.accuracy import classifier_correct
 from dpvip.files import sha256
+from dpvip.per_example import PER_EXAMPLE, correctness_record
 from dpvip.models.wrn import WideResNet
 from dpvip.privacy.clipping import ClippedGradientSum, refuse_batch_norm
 from dpvip.randp.ema import EMA
@@ -248,17 +249,27 @@ class PrivateTraining:
         phase2 = dataclasses.replace(self.ledger, steps_done=min(self.settings.phase2_steps, self.ledger.steps_done))
         return self.ledger.record() | {"epsilon_phase2": phase2.epsilon_spent(), "examples": self.examples}
 
-    def accuracy(self, model: nn.Module) -> dict:
-        return {
-            split: (100.0 * classifier_accuracy(model, self.splits[split]) if split in self.splits else None)
-            for split in ("test", "validation")
-        }
+    def scores(self, model: nn.Module) -> tuple[dict, dict]:
+        """({split: accuracy in percent, None where the split is absent}, {split: its
+        per-example correctness record}) on the test and validation splits."""
+        accuracy, records = {}, {}
+        for split in ("test", "validation"):
+            data = self.splits.get(split)
+            if data is None:
+                accuracy[split] = None
+                continue
+            correct = classifier_correct(model, data)
+            accuracy[split] = 100.0 * float(correct.double().mean()) if len(correct) else 0.0
+            records[split] = correctness_record(correct.numpy(), data.name, data.labels.numpy())
+        return accuracy, records
 
     def result(self, seconds: float) -> dict:
         s = self.settings
+        (ema, ema_records), (live, live_records) = self.scores(self.ema.averaged), self.scores(self.network)
         return {
-            "accuracy": self.accuracy(self.ema.averaged),
-            "accuracy_live": self.accuracy(self.network),
+            "accuracy": ema,
+            "accuracy_live": live,
+            PER_EXAMPLE: {"accuracy": ema_records, "accuracy_live": live_records},
             "privacy": self.privacy_record(),
             "batch_size": s.batch_size,
             "augmult": s.augmult,

@@ -20,6 +20,8 @@ import yaml
 
 from dpvip.errors import DpvipInputError
 
+from dpvip.per_example import PER_EXAMPLE
+from dpvip.report.contrasts import paired_runs
 from dpvip.report.coverage import PAPERS
 from dpvip.report.transfer_cells import study_cells
 from dpvip.report.verdicts import (
@@ -134,7 +136,8 @@ class StudyGroups:
         if cell is None:
             return Group(())
         values = [run["result"]["accuracy"] for run in cell.runs]
-        return Group.of(values, self.tests.get(study), self.chances.get(study))
+        records = [run["result"].get(PER_EXAMPLE) for run in cell.runs]
+        return Group.of(values, self.tests.get(study), self.chances.get(study), **paired_runs(records))
 
     def rows(self, study: str) -> list[str]:
         return sorted({row for row, _ in self.cells.get(study, {})})

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats
 
+from dpvip.per_example import read_correctness
+
 CONFIDENCE, POWER = 0.95, 0.80
 # The between-seed SD of test accuracy (points) pooled over our eight 3-seed DP-RandP groups
 # of the embedded config (16 degrees of freedom): the run-to-run spread assumed for a group
@@ -124,6 +126,16 @@ class Group:
             spread=self.spread or self.values,
             correct=correct,
         )
+
+
+def paired_runs(records) -> dict:
+    """`Group.of`'s keyword arguments for its runs' per-example records (dpvip.per_example, one
+    per value, in order): their correctness and the test set they share. Empty (the group is
+    unpaired) when a run kept none or the runs were scored on different sets."""
+    read = [read_correctness(record) for record in records]
+    if not read or any(r is None for r in read) or len({test_set for _, test_set in read}) != 1:
+        return {}
+    return {"correct": [correct for correct, _ in read], "test_set": read[0][1]}
 
 
 def binomial_variance(percent: float, n: int) -> float:

@@ -42,6 +42,8 @@ from dpvip.report.claims import (
     ordered,
 )
 from dpvip.report.dprandp_tables import run_chances, stand_in_notes
+from dpvip.per_example import PER_EXAMPLE
+from dpvip.report.contrasts import paired_runs
 from dpvip.report.verdicts import Group, across, judge
 
 TITLE = "DP-RandP claims: do the paper's qualitative findings hold on our runs?"
@@ -98,7 +100,8 @@ class _Series:
         found = [self.results[r.path] for r in self.runs.get(series, {}).get(epsilon, []) if r.path in self.results]
         values = [result.get(self.weights, {}).get(metric) for result in found]
         sizes = [result.get("data", {}).get(metric) for result in found]
-        return Group.of(values, min((n for n in sizes if n), default=None), _chance(found))
+        records = [result.get(PER_EXAMPLE, {}).get(self.weights, {}).get(metric) for result in found]
+        return Group.of(values, min((n for n in sizes if n), default=None), _chance(found), **paired_runs(records))
 
     def epsilons(self) -> list[float]:
         """The epsilons of Figure 2's series that have results (inf last)."""

@@ -22,6 +22,8 @@ from dpvip.plan.vip_rows import Backbones, figure5_backbones
 from dpvip.plan.vip_runs import repeats_of
 from dpvip.report.chance import classes_of
 from dpvip.report.claims import DIFFERENCE, POWER_NOTE, TEST_NOTE, Catalogue, Claim, claims_frame, ordered
+from dpvip.per_example import PER_EXAMPLE
+from dpvip.report.contrasts import paired_runs
 from dpvip.report.verdicts import Group, across, judge
 
 TITLE = "ViP claims: do the paper's qualitative findings hold on our runs?"
@@ -70,9 +72,11 @@ class _Runs:
         data = found[0].get("data", {})
         classes = classes_of(evaluation(backbone).dataset or "", data.get("classes"), data.get("stand_in"))
         values = [result["columns"].get(column) for result in found]
+        records = [result.get(PER_EXAMPLE, {}).get(column) for result in found]
         # (Syn)-ViP is one non-private model that the claims start from: fixed, not a sample of runs
         fixed = not backbone.startswith("vip_")
-        return Group.of(values, data.get("test"), 100.0 / classes if classes else None, fixed=fixed)
+        chance = 100.0 / classes if classes else None
+        return Group.of(values, data.get("test"), chance, fixed=fixed, **paired_runs(records))
 
     def probe(self, backbone: str) -> Group:
         dataset = next(iter(self.plan.probe_datasets), None)

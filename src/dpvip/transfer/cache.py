@@ -265,7 +265,12 @@ def cache_features(
 
     names = [shard.name for shard in shards] + ["train_labels.npy", "test_labels.npy"]
     files = {name: {"bytes": (work / name).stat().st_size, "sha256": sha256(work / name)} for name in names}
-    meta = identity | {"width": _width(work, shards), "classes": int(train.classes), "files": files}
+    meta = identity | {
+        "width": _width(work, shards),
+        "classes": int(train.classes),
+        "test_set": str(getattr(test, "name", "test")),  # names the test images for paired comparisons
+        "files": files,
+    }
     write_json(meta, work / META)  # last: the cache is complete
     _publish(work, out_dir)
     return meta

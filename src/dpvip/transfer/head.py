@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dpvip.errors import DpvipInputError
+from dpvip.per_example import PER_EXAMPLE, correctness_record
 from dpvip.privacy import ACCOUNTANTS, check_randomness
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
@@ -224,20 +225,28 @@ def mean_gradient_step(
     optimizer.zero_grad(set_to_none=True)
 
 
-def _score(layer: nn.Module, loss: Loss, read) -> tuple[int, float]:
+def _score(layer: nn.Module, loss: Loss, read) -> tuple[torch.Tensor, float]:
     x, y = read()
     logits = layer(x)
-    return int((logits.argmax(1) == y).sum()), float(loss(logits, y).sum())
+    return (logits.argmax(1) == y).cpu(), float(loss(logits, y).sum())
 
 
 @torch.no_grad()
-def evaluate(layer: nn.Module, stream: FeatureStream, loss: Loss) -> tuple[float, float]:
-    """(top-1 accuracy in percent, mean loss) of `layer` on the stream's rows."""
-    correct, loss_sum = 0, 0.0
+def correctness(layer: nn.Module, stream: FeatureStream, loss: Loss) -> tuple[torch.Tensor, float]:
+    """(whether `layer`'s top-1 prediction is right for each of the stream's rows, in order;
+    the mean loss)."""
+    parts, loss_sum = [], 0.0
     for read in stream.readers():
         right, total = _score(layer, loss, read)
-        correct, loss_sum = correct + right, loss_sum + total
-    return 100.0 * correct / len(stream), loss_sum / len(stream)
+        parts.append(right)
+        loss_sum += total
+    return (torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)), loss_sum / len(stream)
+
+
+def evaluate(layer: nn.Module, stream: FeatureStream, loss: Loss) -> tuple[float, float]:
+    """(top-1 accuracy in percent, mean loss) of `layer` on the stream's rows."""
+    correct, mean_loss = correctness(layer, stream, loss)
+    return 100.0 * int(correct.sum()) / len(stream), mean_loss
 
 
 # --- the head --------------------------------------------------------------------------------
@@ -383,9 +392,11 @@ def train_head(
     state: LoopState | None = None,
     progress: bool = False,
     validation: tuple | None = None,
+    test_set: str = "test",
 ) -> dict:
     """Train a head on `train` (views, n, d) and score it on `test` (n_test, d): top-1
-    accuracy in percent, the run's record and its settings (JSON-able). Features are tensors
+    accuracy in percent, each test example's correctness (`dpvip.per_example`, on the set
+    named `test_set`), the run's record and its settings (JSON-able). Features are tensors
     or rows (`dpvip.transfer.rows`). `randomness`: the run's (a secret run needs it; a
     seeded one derives it from its settings); `state`: see `fit_head`. `validation`:
     (features (n_val, d), labels) held out of the training data, scored as test is
@@ -398,11 +409,19 @@ def train_head(
         check_features(views, train_labels, *validation, classes)
     head, record = fit_head(views, train_labels, classes, settings, device, randomness, state, progress)
     device = next(head.parameters()).device
-    accuracy, _ = evaluate(head, FeatureStream(as_rows(test), test_labels, settings.micro_batch, device), sigmoid_loss)
+    scored = FeatureStream(as_rows(test), test_labels, settings.micro_batch, device)
+    correct, _ = correctness(head, scored, sigmoid_loss)
+    accuracy = 100.0 * int(correct.sum()) / len(test_labels)
     if validation is not None:
         held, held_labels = validation
         scored, _ = evaluate(
             head, FeatureStream(as_rows(held), held_labels, settings.micro_batch, device), sigmoid_loss
         )
         record |= {"validation_accuracy": scored, "validation_examples": len(held_labels)}
-    return {"accuracy": accuracy, **record, "settings": asdict(settings), "seconds": time.perf_counter() - started}
+    return {
+        "accuracy": accuracy,
+        **record,
+        PER_EXAMPLE: correctness_record(correct.numpy(), test_set, test_labels.numpy()),
+        "settings": asdict(settings),
+        "seconds": time.perf_counter() - started,
+    }

@@ -150,6 +150,7 @@ def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
             state,
             progress,
             held,
+            cached.meta.get("test_set", "test"),
         )
     from dpvip.transfer.private_probe import PrivateProbeSettings, train_probe
 
@@ -164,6 +165,7 @@ def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
         _device(),
         state,
         progress,
+        cached.meta.get("test_set", "test"),
     )
 
 

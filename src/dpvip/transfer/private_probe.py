@@ -50,6 +50,7 @@ import torch
 from torch import nn
 
 from dpvip.errors import DpvipInputError
+from dpvip.per_example import PER_EXAMPLE, correctness_record
 from dpvip.privacy import check_randomness, gaussian
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
@@ -59,7 +60,7 @@ from dpvip.privacy.step import DPStep
 from dpvip.privacy.randomness import RunRandomness
 from dpvip.transfer.head import (
     check_features,
-    evaluate,
+    correctness,
     mean_gradient_step,
     optimizer_state,
     private_step,
@@ -362,9 +363,11 @@ def train_probe(
     device: torch.device | str | None = None,
     state: LoopState | None = None,
     progress: bool = False,
+    test_set: str = "test",
 ) -> dict:
     """Private linear probing on `train` (n, d), scored on `test` (n_test, d), tensors or
-    rows: top-1 accuracy in percent, the privacy record, the settings (JSON-able).
+    rows: top-1 accuracy in percent, each test example's correctness (`dpvip.per_example`,
+    on the set named `test_set`), the privacy record, the settings (JSON-able).
     `randomness`, `device`, `state`: see `fit_probe`."""
     started = time.perf_counter()
     settings.check()
@@ -375,9 +378,10 @@ def train_probe(
         train, train_labels, test, classes, settings, randomness, device, state, progress
     )
     scored = FeatureStream(as_rows(test), test_labels, settings.micro_batch, probe.weight.device, inputs)
-    accuracy, _ = evaluate(probe, scored, softmax_loss)
+    correct, _ = correctness(probe, scored, softmax_loss)
     return {
-        "accuracy": accuracy,
+        "accuracy": 100.0 * int(correct.sum()) / len(test_labels),
+        PER_EXAMPLE: correctness_record(correct.numpy(), test_set, test_labels.numpy()),
         "steps": settings.steps,
         "privacy": privacy,
         "settings": asdict(settings),
