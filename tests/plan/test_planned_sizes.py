@@ -1,5 +1,5 @@
 """batch <= n and delta < 1/n checked when planning, for every DP path whose n the config
-fixes (the embedded digits, CIFAR): DP-RandP, DP fine-tuning, Mehta's heads, the probes."""
+fixes (the embedded photo crops and digits, CIFAR): DP-RandP, DP fine-tuning, Mehta's heads, the probes."""
 
 from __future__ import annotations
 
@@ -56,15 +56,15 @@ def refused(call) -> str:
 def test_dprandp_batch_above_n_and_large_delta_stop_the_plan_naming_the_key_value_and_n():
     config = copy.deepcopy(EMBEDDED)
     assert dprandp_settings(config)  # the embedded default plans
-    config["dprandp"]["private"]["tasks"]["CIFAR-10"]["batch_size"] = 1294
+    config["dprandp"]["private"]["tasks"]["CIFAR-10"]["batch_size"] = 3961
     assert refused(lambda: dprandp_settings(config)) == (
-        "dprandp.private.tasks.CIFAR-10.batch_size 1294 exceeds n = 1293 training examples "
-        "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)"
+        "dprandp.private.tasks.CIFAR-10.batch_size 3961 exceeds n = 3960 training examples "
+        "(the photo_crops train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)"
     )
-    config["dprandp"]["private"]["tasks"]["CIFAR-10"] |= {"batch_size": 1293, "delta": 1 / 1293}
+    config["dprandp"]["private"]["tasks"]["CIFAR-10"] |= {"batch_size": 3960, "delta": 1 / 3960}
     assert refused(lambda: dprandp_settings(config)) == (
-        f"dprandp.private.tasks.CIFAR-10.delta {1 / 1293:g} is not below 1/n for n = 1293 training examples "
-        "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction); "
+        f"dprandp.private.tasks.CIFAR-10.delta {1 / 3960:g} is not below 1/n for n = 3960 training examples "
+        "(the photo_crops train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction); "
         "lower it, or set privacy.allow_large_delta: true"
     )
     config["privacy"]["allow_large_delta"] = True
@@ -91,18 +91,19 @@ def evaluation_plan(config):
     return EvaluationPlan(config["evaluate"], backbones, config["privacy"])
 
 
-def test_dp_finetune_batch_and_delta_are_checked_against_the_digits_train_split():
+def test_dp_finetune_batch_and_delta_are_checked_against_the_photo_crops_train_split():
     config = copy.deepcopy(EMBEDDED)
     evaluation_plan(config)
-    config["evaluate"]["dp_finetune"]["batch_size"] = 1438
+    config["evaluate"]["dp_finetune"]["batch_size"] = 4401
     assert refused(lambda: evaluation_plan(config)) == (
-        "evaluate.dp_finetune.batch_size 1438 exceeds n = 1437 training examples "
-        "(the digits train split of evaluate.datasets.ImageNet-1K)"
+        "evaluate.dp_finetune.batch_size 4401 exceeds n = 4400 training examples "
+        "(the photo_crops train split of evaluate.datasets.ImageNet-1K)"
     )
-    config["evaluate"]["dp_finetune"] |= {"batch_size": 1437, "delta": 1e-3}
+    config["evaluate"]["dp_finetune"] |= {"batch_size": 4400, "delta": 1e-3}
     assert refused(lambda: evaluation_plan(config)) == (
-        "evaluate.dp_finetune.delta 0.001 is not below 1/n for n = 1437 training examples "
-        "(the digits train split of evaluate.datasets.ImageNet-1K); lower it, or set privacy.allow_large_delta: true"
+        "evaluate.dp_finetune.delta 0.001 is not below 1/n for n = 4400 training examples "
+        "(the photo_crops train split of evaluate.datasets.ImageNet-1K); "
+        "lower it, or set privacy.allow_large_delta: true"
     )
 
 
@@ -116,23 +117,24 @@ def test_mehta_heads_check_delta_against_the_training_split_less_the_held_out_sh
     assert config["dp_transfer"]["mehta"]["selection"] == {"mode": "validation", "fraction": 0.1, "seed": 0}
     config["dp_transfer"]["mehta"]["delta"] = 1e-3
     assert refused(lambda: transfer_plan(config)) == (
-        "dp_transfer.mehta.delta 0.001 is not below 1/n for n = 1293 training examples "
-        "(the digits train split of dp_transfer.datasets.digits less the 144 dp_transfer.mehta.selection holds out; "
+        "dp_transfer.mehta.delta 0.001 is not below 1/n for n = 3960 training examples "
+        "(the photo_crops train split of dp_transfer.datasets.photos "
+        "less the 440 dp_transfer.mehta.selection holds out; "
         "study mehta_table1); lower it, or set privacy.allow_large_delta: true"
     )
-    # 1/1437 < 0.00075 < 1/1293: below 1/n of the 1293 heads train on, not of the whole split
-    config["dp_transfer"]["mehta"]["delta"] = 7.5e-4
+    # 1/4400 < 0.00024 < 1/3960: below 1/n of the 3960 heads train on, not of the whole split
+    config["dp_transfer"]["mehta"]["delta"] = 2.4e-4
     transfer_plan(config)
     config["dp_transfer"]["mehta"]["selection"] = {"mode": "test"}  # the whole split trains
     assert refused(lambda: transfer_plan(config)).startswith(
-        "dp_transfer.mehta.delta 0.00075 is not below 1/n for n = 1437 training examples "
-        "(the digits train split of dp_transfer.datasets.digits; study mehta_table1)"
+        "dp_transfer.mehta.delta 0.00024 is not below 1/n for n = 4400 training examples "
+        "(the photo_crops train split of dp_transfer.datasets.photos; study mehta_table1)"
     )
     config["dp_transfer"]["mehta"]["delta"] = 1e-5
     config["dp_transfer"]["mehta"]["figure1b"]["deltas"] = [1e-5, 0.01]
     assert refused(lambda: transfer_plan(config)) == (
-        "dp_transfer.mehta.figure1b.deltas 0.01 is not below 1/n for n = 1437 training examples "
-        "(the digits train split of dp_transfer.datasets.digits; study mehta_figure1b); "
+        "dp_transfer.mehta.figure1b.deltas 0.01 is not below 1/n for n = 4400 training examples "
+        "(the photo_crops train split of dp_transfer.datasets.photos; study mehta_figure1b); "
         "lower it, or set privacy.allow_large_delta: true"
     )
 
@@ -141,8 +143,8 @@ def test_private_probes_check_delta_against_n():
     config = copy.deepcopy(EMBEDDED)
     config["dp_transfer"]["dprandp_probe"]["cifar"]["delta"] = 0.01
     assert refused(lambda: transfer_plan(config)) == (
-        "dp_transfer.dprandp_probe.cifar.delta 0.01 is not below 1/n for n = 1437 training examples "
-        "(the digits train split of dp_transfer.datasets.digits; study dprandp_probe_cifar); "
+        "dp_transfer.dprandp_probe.cifar.delta 0.01 is not below 1/n for n = 4400 training examples "
+        "(the photo_crops train split of dp_transfer.datasets.photos; study dprandp_probe_cifar); "
         "lower it, or set privacy.allow_large_delta: true"
     )
     config["privacy"]["allow_large_delta"] = True

@@ -152,9 +152,9 @@ def test_head_runs_hold_out_a_uniform_validation_share_by_default_and_test_mode_
 
 
 def test_planned_sizes_count_the_examples_left_after_the_validation_cut():
-    """delta < 1/n for n the examples a head trains on: digits' 1,437 train less 144 held out."""
+    """delta < 1/n for n the examples a head trains on: the photo crops' 4,400 train less 440 held out."""
     section = copy.deepcopy(EMBEDDED)
-    section["mehta"]["delta"] = 1 / 1300  # above 1/1437, below 1/1293
+    section["mehta"]["delta"] = 1 / 4000  # above 1/4400, below 1/3960
     TransferPlan(section)
     with pytest.raises(DpvipInputError, match="delta"):
         TransferPlan(with_selection(section, mode="test"))

@@ -56,16 +56,16 @@ def test_a_bad_config_file_is_one_line_naming_the_file_and_what_is_wrong(tmp_pat
             "dprandp:\n  private:\n    seeds: -1\n",
             ": config key 'dprandp.private.seeds': -1 is not of type 'array'",
         ),
-        # the workflow's plan-time check, before any job: batch <= n of the digits stand-in
+        # the workflow's plan-time check, before any job: batch <= n of the photo crops stand-in
         "batch.yaml": (
             "dprandp:\n  private:\n    tasks: {CIFAR-10: {batch_size: 5000}}\n",
-            ": dprandp.private.tasks.CIFAR-10.batch_size 5000 exceeds n = 1293 training examples "
-            "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)",
+            ": dprandp.private.tasks.CIFAR-10.batch_size 5000 exceeds n = 3960 training examples "
+            "(the photo_crops train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)",
         ),
         "delta.yaml": (
             "dprandp:\n  private:\n    tasks: {CIFAR-10: {delta: 0.01}}\n",
-            ": dprandp.private.tasks.CIFAR-10.delta 0.01 is not below 1/n for n = 1293 training examples "
-            "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction); "
+            ": dprandp.private.tasks.CIFAR-10.delta 0.01 is not below 1/n for n = 3960 training examples "
+            "(the photo_crops train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction); "
             "lower it, or set privacy.allow_large_delta: true",
         ),
     }

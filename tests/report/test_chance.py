@@ -63,7 +63,8 @@ def test_probe_accuracy_tables_state_their_chance_level():
     section = merged_config("config.yaml")["dp_transfer"]
     _, _, notes = probe_table("table4", probe_study(), VALUES, section, "embedded")
     assert (
-        "Chance level: 10 classes of scikit-learn digits (standing in for CIFAR-10), so guessing scores 10%." in notes
+        "Chance level: 10 classes of photo crops (11 scikit-image photographs) (standing in for CIFAR-10), "
+        "so guessing scores 10%." in notes
     )
     assert "At or below chance (10%): ε = 0.1 (8.0)." in notes
     _, _, notes = probe_table("table22", probe_study(), VALUES, section, "embedded")  # settings, no accuracy

@@ -85,14 +85,20 @@ def test_figure6_points_are_the_mean_over_every_seed_run_there():
     }
     results = fake_results("figure6", plan=plan)
     figure = figure6(plan, results, VALUES)
-    label = "ε = 1 (ours, mean ± std over 1-3 seed(s))"
+    label = "ε = 1 (ours, mean ± std over 1-3 seed(s)); hollow: one run"
     xs, ys = lines(figure)[label]
     # default_accuracy: 60 + min(p, 8) + 0.5 + 2 x seed, so seeds 0-2 average 2 points above seed 0
     assert ys == pytest.approx([62.5, 66.5, 68.5, 70.5])
     errors = next(c for a in figure.axes for c in a.containers if c.get_label() == label).lines[2][0]
-    assert [len(seg) for seg in errors.get_segments()] == [2, 2, 2, 2]  # an error bar at every point
     spans = sorted(round(seg[1][1] - seg[0][1], 6) for seg in errors.get_segments())
-    assert spans == [0.0, 4.0, 4.0, 4.0]  # ± std 2 over three seeds, none for one seed
+    assert spans == [4.0, 4.0, 4.0]  # ± std 2 over three seeds; no bar (not one of length 0) for one seed
+    hollow = [
+        c
+        for a in figure.axes
+        for c in a.collections
+        if len(c.get_facecolor()) and tuple(c.get_facecolor()[0]) == (1, 1, 1, 1)
+    ]
+    assert [tuple(c.get_offsets()[0])[1] for c in hollow] == [pytest.approx(68.5)]  # the one-seed point, hollow
     marks = [t.get_text() for a in figure.axes for t in a.texts]
     assert sorted(m for m in marks if m.startswith("n=")) == ["n=1", "n=3", "n=3", "n=3"]
 

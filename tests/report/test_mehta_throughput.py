@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VALUES = load_paper_values(ROOT / "config" / "paper_values")
 EMBEDDED = merged_config("config.yaml")["dp_transfer"]
 PLAN = TransferPlan(EMBEDDED)
-TRAIN = DATA["digits"][2]
+TRAIN = DATA["photos"][2]
 
 
 def expected_per_core(model_row: str) -> float:

@@ -188,7 +188,7 @@ def notes_of(table: str, section: dict = EMBEDDED, **options) -> list[str]:
 def test_table5_says_its_rows_are_one_stand_in_run_three_times_at_embedded_scale_only():
     shared = [n for n in notes_of("table5") if n.startswith("Rows ")]
     assert shared == [
-        "Rows CIFAR-10, CIFAR-100, ImageNet-1k all use the stand-in dataset digits: they are one experiment run "
+        "Rows CIFAR-10, CIFAR-100, ImageNet-1k all use the stand-in dataset photos: they are one experiment run "
         "3 times, not 3 datasets; they differ only by each run's own randomness (noise, batches), which their "
         "spread measures."
     ]
@@ -214,16 +214,16 @@ def test_two_models_on_one_backbone_are_said_to_share_it():
 @pytest.mark.parametrize(
     "table, batches, best, full, stand_ins",
     [
-        ("table1", True, False, True, "ViT-B/16 -> syn_vip_micro, ResNet50x4 -> wrn, ImageNet-1k -> digits"),
-        ("table2", True, True, True, "ViT-B/16 -> syn_vip_micro, ResNet50x4 -> wrn, ImageNet-1k -> digits"),
-        ("table3", True, True, True, "ImageNet-1k -> digits"),
-        ("table4", False, False, False, "ViT-H/14-4B (the main network) -> syn_vip_micro, ImageNet-1k -> digits"),
+        ("table1", True, False, True, "ViT-B/16 -> syn_vip_micro, ResNet50x4 -> wrn, ImageNet-1k -> photos"),
+        ("table2", True, True, True, "ViT-B/16 -> syn_vip_micro, ResNet50x4 -> wrn, ImageNet-1k -> photos"),
+        ("table3", True, True, True, "ImageNet-1k -> photos"),
+        ("table4", False, False, False, "ViT-H/14-4B (the main network) -> syn_vip_micro, ImageNet-1k -> photos"),
         (
             "table5",
             False,
             False,
             False,
-            "ViT-B/16 (ImageNet-21k) -> syn_vip_micro, CIFAR-10 -> digits, CIFAR-100 -> digits, ImageNet-1k -> digits",
+            "ViT-B/16 (ImageNet-21k) -> syn_vip_micro, CIFAR-10 -> photos, CIFAR-100 -> photos, ImageNet-1k -> photos",
         ),
     ],
 )
@@ -241,7 +241,8 @@ def test_notes_appear_exactly_where_they_apply(table, batches, best, full, stand
     # The chance level of the stand-in, in every accuracy table; no cell of these runs is near it.
     standing_in = "CIFAR-10, CIFAR-100, ImageNet-1k" if table == "table5" else "ImageNet-1k"
     assert [n for n in notes if n.startswith("Chance level")] == [
-        f"Chance level: 10 classes of scikit-learn digits (standing in for {standing_in}), so guessing scores 10%."
+        f"Chance level: 11 classes of photo crops (11 scikit-image photographs) (standing in for {standing_in}), "
+        "so guessing scores 9.09%."
     ]
     assert not any(n.startswith(("At or below chance", "Above chance")) for n in notes)
 
@@ -249,15 +250,15 @@ def test_notes_appear_exactly_where_they_apply(table, batches, best, full, stand
 def test_cells_at_chance_are_flagged():
     def accuracy(run):  # LeCun normal init at exactly chance, as in our embedded run; one cell near it
         if run.row == "Zero Init -> Lecun Normal Init":
-            return 10.0
-        return 12.0 if run.row.startswith("Clip at 1 -> 0.1") else 40.0 + run.settings["seed"]
+            return 9.0
+        return 10.0 if run.row.startswith("Clip at 1 -> 0.1") else 40.0 + run.settings["seed"]
 
     notes = notes_of("table4", accuracy=accuracy)
-    assert "At or below chance (10%): Zero Init -> Lecun Normal Init / Accuracy (10.0)." in notes
+    assert "At or below chance (9.09%): Zero Init -> Lecun Normal Init / Accuracy (9.0)." in notes
     near = [n for n in notes if n.startswith("Above chance")]
     assert near == [
-        "Above chance by less than 2 binomial standard errors of one run on 360 evaluated examples (≤ 13.2%), "
-        "so not told apart from guessing: Clip at 1 -> 0.1 / Accuracy (12.0)."
+        "Above chance by less than 2 binomial standard errors of one run on 1650 evaluated examples (≤ 10.5%), "
+        "so not told apart from guessing: Clip at 1 -> 0.1 / Accuracy (10.0)."
     ]
 
 
@@ -275,17 +276,17 @@ def test_figure1b_draws_the_papers_line_and_names_our_stand_in():
     assert list(paper[0].get_xdata()) == [4.0, 10.0] and list(paper[0].get_ydata()) == [81.7, 81.7]
     assert paper[0].get_label() == "paper: ViT-H/14-4B on ImageNet, delta 1e-06 (printed for epsilon 4-10 only)"
     labels = [text.get_text() for text in axis.get_legend().get_texts()]
-    assert "ours: syn_vip_micro on digits (embedded), delta 1e-06" in labels
-    assert "ours: syn_vip_micro on digits (embedded), without privacy" in labels
+    assert "ours: syn_vip_micro on photos (embedded), delta 1e-06" in labels
+    assert "ours: syn_vip_micro on photos (embedded), without privacy" in labels
     chance = [line for line in axis.lines if line.get_label().startswith("chance: ")]
     assert [(line.get_label(), list(line.get_ydata())) for line in chance] == [
-        ("chance: scikit-learn digits (standing in for ImageNet-1k)", [10.0, 10.0])
+        ("chance: photo crops (11 scikit-image photographs) (standing in for ImageNet-1k)", [100 / 11, 100 / 11])
     ]
 
 
 def test_figure2_legends_name_our_stand_in():
     drawn = mehta_figures.draw("figure2", fake("mehta_figure2"), EMBEDDED, "embedded", VALUES)
     labels = [text.get_text() for axis in drawn.axes for text in axis.get_legend().get_texts()]
-    assert "ours: syn_vip_micro on digits (embedded), LAMB" in labels
-    assert labels.count("ours: syn_vip_micro on digits (embedded), with privacy") == 2
-    assert labels.count("chance: scikit-learn digits (standing in for ImageNet-1k)") == 3
+    assert "ours: syn_vip_micro on photos (embedded), LAMB" in labels
+    assert labels.count("ours: syn_vip_micro on photos (embedded), with privacy") == 2
+    assert labels.count("chance: photo crops (11 scikit-image photographs) (standing in for ImageNet-1k)") == 3

@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 from dpvip.plan.transfer import TransferPlan
 
-# Classes and test examples of each cache's data: digits is the embedded stand-in.
-DATA = {"digits": (10, 360, 1437), "ImageNet-1k": (1000, 50000, 1281167), "CIFAR-10": (10, 10000, 50000)}
+# Classes, test and train examples of each cache's data: photos (photo crops) is the embedded stand-in.
+DATA = {"photos": (11, 1650, 4400), "digits": (10, 360, 1437), "ImageNet-1k": (1000, 50000, 1281167)}
+DATA |= {"CIFAR-10": (10, 10000, 50000)}
 DATA |= {"CIFAR-100": (100, 10000, 50000)}
 WIDTH = 64
 STEP_SECONDS, THREADS = 0.01, 2  # every head run: 0.01 s per step on 2 threads

@@ -28,6 +28,13 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def _photo_crops(spec: dict) -> Examples:
+    from dpvip.data.photo_crops import CLASSES, STAND_IN, split_sizes
+
+    sizes = split_sizes(spec)
+    return Examples(sizes["train"], sizes["test"], CLASSES, f"{STAND_IN} (the embedded stand-in)")
+
+
 def _digits(spec: dict) -> Examples:
     from dpvip.data.digits import CLASSES, digits_split
 
@@ -49,6 +56,8 @@ class DatasetSizes:
         spec = spec or {}
         if spec.get("source") == "digits":
             return _digits(spec)
+        if spec.get("source") == "photo_crops":
+            return _photo_crops(spec)
         for key in (_key(name), _key(str(spec.get("source", "")))):
             if key in self.table:
                 entry = self.table[key]

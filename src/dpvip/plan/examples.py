@@ -1,7 +1,7 @@
 """Training-set sizes the workflow knows before any job runs, and the checks they allow then.
 
 A DP run needs batch <= n and delta < 1/n (n its training examples). Where the data's size
-follows from its config entry alone (the embedded digits, split as the jobs split them;
+follows from its config entry alone (the embedded photo crops and digits, split as the jobs split them;
 CIFAR's fixed 50,000), the plan checks both, so a bad value stops the dry run in one line
 instead of failing the job hours later. Sets that are only counted when opened (ImageFolder
 trees, shards, a MedMNIST file) are checked by their jobs as before.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from dpvip.data.photo_crops import split_sizes
 from dpvip.errors import DpvipInputError
 
 DIGITS_IMAGES = 1797  # scikit-learn's load_digits
@@ -36,12 +37,15 @@ def planned_examples(spec: dict | None) -> int | None:
     source = spec.get("source")
     if source == "digits":
         return digits_train_examples(float(spec.get("test_fraction", 0.2)), float(spec.get("validation_fraction") or 0))
+    if source == "photo_crops":
+        return split_sizes(spec)["train"]
     return SOURCE_TRAIN_EXAMPLES.get(source)
 
 
 def examples_source(spec: dict, key: str) -> str:
     """Where planned_examples' n comes from, for a message: "the digits train split of KEY"."""
-    held = " less its validation_fraction" if spec.get("source") == "digits" and spec.get("validation_fraction") else ""
+    split = spec.get("source") in ("digits", "photo_crops")
+    held = " less its validation_fraction" if split and spec.get("validation_fraction") else ""
     return f"the {spec.get('source')} train split of {key}{held}"
 
 

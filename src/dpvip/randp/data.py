@@ -22,9 +22,10 @@ import torch
 import torch.nn.functional as F
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.datasets import LabelledImages, _normalise, digits_splits
+from dpvip.data.photo_crops import STAND_IN
+from dpvip.evaluate.datasets import LabelledImages, _normalise, digits_splits, photo_crops_splits
 
-SOURCES = ("digits", "cifar10", "cifar100", "medmnist")
+SOURCES = ("photo_crops", "digits", "cifar10", "cifar100", "medmnist")
 
 
 def _as_tensor_images(array: np.ndarray, image_size: int) -> torch.Tensor:
@@ -89,6 +90,8 @@ def private_splits(name: str, spec: dict, image_size: int) -> tuple[dict[str, La
     source = spec.get("source")
     if source == "digits":
         splits, facts = _digits(spec, image_size), {"stand_in": "scikit-learn digits"}
+    elif source == "photo_crops":
+        splits, facts = photo_crops_splits(image_size, spec), {"stand_in": STAND_IN}
     elif source in ("cifar10", "cifar100"):
         splits, facts = _cifar(spec, image_size, source == "cifar100", name), {}
     elif source == "medmnist":

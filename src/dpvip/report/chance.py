@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-STAND_IN_CLASSES = {"scikit-learn digits": 10}
-STAND_IN_OF_SOURCE = {"digits": "scikit-learn digits"}  # a config's data source -> its stand-in
+STAND_IN_CLASSES = {"scikit-learn digits": 10, "photo crops (11 scikit-image photographs)": 11}
+# a config's data source -> its stand-in
+STAND_IN_OF_SOURCE = {"digits": "scikit-learn digits", "photo_crops": "photo crops (11 scikit-image photographs)"}
 TASK_CLASSES = {
     "CIFAR-10": 10,
     "CIFAR-100": 100,

@@ -35,6 +35,7 @@ from dpvip.report.verdicts import (
     Group,
     Verdict,
     judge,
+    judge_equivalence,
     not_tested,
 )
 
@@ -55,6 +56,9 @@ DIFFERENCE = {"better": 1.0, "worse": -1.0}  # the contrast of "better beats wor
 # from the checkout's src/, as the workflow requires)
 CATALOGUES = Path(__file__).resolve().parents[3] / "config" / "paper_values" / "claims"
 FIELDS = ("statement", "source", "evidence", "effect")
+# A claim of no difference also states its equivalence margin (points): how far apart two arms
+# may be and still count as "the same" (`dpvip.report.verdicts.judge_equivalence`).
+MARGIN = "margin"
 
 
 def key_order(key: str) -> tuple[int, str]:
@@ -66,18 +70,22 @@ def ordered(claims: list[Claim]) -> list[Claim]:
     return sorted(claims, key=lambda claim: key_order(claim.key))
 
 
-def load_catalogue(paper: str, folder: Path = CATALOGUES) -> dict[str, tuple[str, str, str, float | None]]:
-    """{key: (statement, source, evidence, effect)} of `paper` (vip, mehta, dprandp), checked."""
+def load_catalogue(paper: str, folder: Path = CATALOGUES, with_margins: bool = False):
+    """{key: (statement, source, evidence, effect)} of `paper` (vip, mehta, dprandp), checked;
+    `with_margins`: also {key: equivalence margin} of its claims of no difference."""
     path = Path(folder) / f"{paper}.yaml"
     entries = yaml.safe_load(path.read_text())
     if not isinstance(entries, dict) or not entries:
         raise DpvipInputError(f"{path}: expected a mapping of claim keys")
-    claims = {}
+    claims, margins = {}, {}
     for key, entry in entries.items():
         if not (isinstance(key, str) and key.isalpha() and key.islower()):
             raise DpvipInputError(f"{path}: claim key {key!r} must be lower-case letters")
-        if not isinstance(entry, dict) or set(entry) != set(FIELDS):
-            raise DpvipInputError(f"{path}: claim {key} needs exactly {', '.join(FIELDS)}")
+        if not isinstance(entry, dict) or set(entry) - {MARGIN} != set(FIELDS):
+            raise DpvipInputError(f"{path}: claim {key} needs exactly {', '.join(FIELDS)} (and, optionally, {MARGIN})")
+        margin = entry.get(MARGIN)
+        if margin is not None and (not isinstance(margin, (int, float)) or isinstance(margin, bool) or margin <= 0):
+            raise DpvipInputError(f"{path}: claim {key}'s margin must be a positive number of points")
         if not all(isinstance(entry[f], str) and entry[f].strip() for f in FIELDS[:3]):
             raise DpvipInputError(f"{path}: claim {key} has an empty statement, source or evidence")
         effect = entry["effect"]
@@ -89,19 +97,22 @@ def load_catalogue(paper: str, folder: Path = CATALOGUES) -> dict[str, tuple[str
             entry["evidence"],
             None if effect is None else float(effect),
         )
-    return dict(sorted(claims.items(), key=lambda item: key_order(item[0])))
+        if margin is not None:
+            margins[key] = float(margin)
+    ordered_claims = dict(sorted(claims.items(), key=lambda item: key_order(item[0])))
+    return (ordered_claims, margins) if with_margins else ordered_claims
 
 
 class Catalogue:
     """A paper's claims, {key: (statement, where in the paper, the paper's numbers, the
     paper's effect)}, judged on our groups or marked not tested."""
 
-    def __init__(self, claims: dict[str, tuple[str, str, str, float | None]]):
-        self.claims = claims
+    def __init__(self, claims: dict[str, tuple[str, str, str, float | None]], margins: dict[str, float] | None = None):
+        self.claims, self.margins = claims, margins or {}
 
     @classmethod
     def of(cls, paper: str) -> Catalogue:
-        return cls(load_catalogue(paper))
+        return cls(*load_catalogue(paper, with_margins=True))
 
     def keys(self) -> list[str]:
         return list(self.claims)
@@ -111,6 +122,12 @@ class Catalogue:
 
     def judged(self, key: str, groups: dict[str, Group], measured: str, contrasts=DIFFERENCE) -> Claim:
         return self.claim(key, measured, judge(groups, contrasts, self.effect(key)))
+
+    def equivalent(self, key: str, groups: dict[str, Group], measured: str, contrast=DIFFERENCE) -> Claim:
+        """A claim of no difference: equivalence within its catalogue margin (TOST)."""
+        if key not in self.margins:
+            raise DpvipInputError(f"claim {key} is judged as equivalence but its catalogue entry states no margin")
+        return self.claim(key, measured, judge_equivalence(groups, contrast, self.margins[key]))
 
     def claim(self, key: str, measured: str, verdict: Verdict) -> Claim:
         return Claim(key, *self.claims[key], measured, verdict)
@@ -137,7 +154,8 @@ class StudyGroups:
             return Group(())
         values = [run["result"]["accuracy"] for run in cell.runs]
         records = [run["result"].get(PER_EXAMPLE) for run in cell.runs]
-        return Group.of(values, self.tests.get(study), self.chances.get(study), **paired_runs(records))
+        label = f"{row} / {column}"  # how reasons name it
+        return Group.of(values, self.tests.get(study), self.chances.get(study), label=label, **paired_runs(records))
 
     def rows(self, study: str) -> list[str]:
         return sorted({row for row, _ in self.cells.get(study, {})})

@@ -13,7 +13,15 @@ import pandas as pd
 
 from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, PrivateRun, epsilon_label
 from dpvip.plan.dprandp_rows import WARM_FULL, figure_runs
-from dpvip.report.dprandp_figures import COLORS, finish_figure, paper_by_epsilon, paper_row, plot_points, run_stats
+from dpvip.report.dprandp_figures import (
+    COLORS,
+    chance_line,
+    finish_figure,
+    paper_by_epsilon,
+    paper_row,
+    plot_points,
+    run_stats,
+)
 from dpvip.report.dprandp_tables import mean_std
 
 SWEEP_TABLES = {"table17": 2.0, "table18": 3.0, "table19": 4.0, "table20": 6.0, "table21": 8.0}  # Tables 17-21: epsilon
@@ -114,6 +122,15 @@ def figure6(
     plot_points(axis, ours, "black", label, paper=False)
     for share, n in seeds.items():  # how many seeds each point's mean is over
         axis.annotate(f"n={n}", (share, ours[share][0]), xytext=(4, 6), textcoords="offset points", fontsize=6)
+    chance_line(
+        axis,
+        {
+            r.path: results[r.path]
+            for runs in figure_runs(plan, "figure6")["warm"].values()
+            for r in runs
+            if r.path in results
+        },
+    )
     caption = (
         f"Paper's x: {accountant.upper()} accounting of N1 = min(12 × epochs, N) of Tab. 13's N steps "
         "at its σ, q = 4096/50000, δ = 1e-5 "

@@ -20,6 +20,7 @@ import pandas as pd
 from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, PrivateRun, epsilon_label, parse_epsilon
 from dpvip.plan.dprandp_rows import COLD_ROW, PHASE2_ONLY, WARM_FULL, WARM_NO_PHASE2, curve_epsilons, figure_runs
 from dpvip.report.dprandp_conflicts import conflict_notes
+from dpvip.report.figures import runs_with_spread
 from dpvip.report.dprandp_tables import mean_std, run_chances, run_values, stand_in_text
 from dpvip.report.paper_values import paper_table
 
@@ -65,18 +66,31 @@ def run_stats(runs: list[PrivateRun], results: dict[str, dict]) -> tuple[float, 
 
 
 def plot_points(axis, points: dict[float, tuple[float, float]], color: str, label: str, paper: bool) -> None:
-    """One line through finite x (points: {x: (mean, std)}), NaN means dropped."""
+    """One line through finite x (points: {x: (mean, std)}), NaN means dropped. Ours carry
+    their std over seeds as error bars; a point of one run (std NaN) has none and is drawn
+    hollow, so that no zero-length bar reads as a measured spread."""
     xs = sorted(x for x, (mean, _) in points.items() if not math.isnan(mean))
     if not xs:
         return
     means = [points[x][0] for x in xs]
-    errors = [0.0 if math.isnan(points[x][1]) else points[x][1] for x in xs]
+    errors = [points[x][1] for x in xs]
     style = (
         {"linestyle": "--", "marker": "s", "alpha": 0.6, "markersize": 4}
         if paper
         else {"linestyle": "-", "marker": "o", "capsize": 3, "linewidth": 2}
     )
-    axis.errorbar(xs, means, yerr=None if paper else errors, color=color, label=label, **style)
+    if paper:
+        axis.errorbar(xs, means, color=color, label=label, **style)
+    else:
+        runs_with_spread(axis, xs, means, errors, color=color, label=label, **style)
+
+
+def chance_line(axis, results: dict[str, dict]) -> None:
+    """A dotted line at the chance level of the data the runs were tested on (one level only)."""
+    chances = run_chances(MAIN_TASK, "test", results)
+    if len(chances) == 1:
+        level = next(iter(chances)).level
+        axis.axhline(level, color="grey", linestyle=":", linewidth=1, label=f"chance ({level:.3g}%)")
 
 
 def finish_figure(
@@ -89,7 +103,7 @@ def finish_figure(
     results: dict[str, dict],
     caption: str = "",
     ylabel: str = "test accuracy (%)",
-    key: str = "paper dashed; ours at {scale} scale solid (mean ± std over seeds; {data})",
+    key: str = "paper dashed; ours at {scale} scale solid (mean ± std over seeds, hollow: one run; {data})",
 ) -> plt.Figure:
     """Labels, the legend beside the plot (titled with the scale and the stand-in), the title
     with the line key, and a caption."""
@@ -157,6 +171,7 @@ def figure2(
         plot_points(axis, x_of({e: v for e, v in points.items() if math.isinf(e)}), COLORS[name], None, paper=False)
     axis.axvline((finite[-1] + inf_x) / 2, color="grey", linestyle=":", linewidth=1)
     axis.set_xticks([*finite, inf_x], [*map(epsilon_label, finite), "∞"])
+    chance_line(axis, results)
     caption = " ".join(
         [
             "The paper's Phase II only is its private linear probing "

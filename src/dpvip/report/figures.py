@@ -36,3 +36,26 @@ def save_figure(figure: plt.Figure, png_path: str | Path, runs: Iterable = ()) -
         metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
     )
     plt.close(figure)
+
+
+def runs_with_spread(axis, xs, means, stds, color=None, label=None, **style) -> None:
+    """A line of means with their std over runs as error bars. A point of a single run (std
+    NaN) gets no bar and is drawn hollow: a zero-length bar would read as a measured spread.
+    The legend says so when any point is a single run."""
+    xs, means, stds = list(xs), list(means), [float(s) for s in stds]
+    single = [s != s for s in stds]
+    if any(single) and label:
+        label = f"{label}; hollow: one run"
+    line = axis.errorbar(
+        xs,
+        means,
+        yerr=[0.0 if lone else s for s, lone in zip(stds, single)],
+        errorevery=[not lone for lone in single],
+        color=color,
+        label=label,
+        **style,
+    )
+    if any(single):
+        lone = [(x, m) for x, m, is_lone in zip(xs, means, single) if is_lone]
+        edge = line.lines[0].get_color()
+        axis.scatter(*zip(*lone), s=60, facecolors="white", edgecolors=edge, linewidths=2, zorder=3)

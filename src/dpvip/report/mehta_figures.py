@@ -18,6 +18,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from dpvip.report.figures import runs_with_spread
 from dpvip.report.mehta_notes import study_chances
 from dpvip.report.paper_values import paper_table
 from dpvip.report.transfer_cells import lr_curve, stand_in_label, study_cells
@@ -71,10 +72,11 @@ def figure1b(results: dict, section: dict, scale: str, printed: pd.DataFrame) ->
     figure, axis = plt.subplots(figsize=(6.4, 5.6))
     for row in sorted({row for row, _ in cells if row.startswith("delta=")}, reverse=True):
         points = sorted((_epsilon(column), cell) for (r, column), cell in cells.items() if r == row)
-        axis.errorbar(
+        runs_with_spread(
+            axis,
             [e for e, _ in points],
             [c.mean for _, c in points],
-            yerr=[0 if c.std != c.std else c.std for _, c in points],
+            [c.std for _, c in points],
             marker="o",
             capsize=3,
             label=f"{ours}, {row.replace('=', ' ')}",
@@ -107,7 +109,7 @@ def figure1b(results: dict, section: dict, scale: str, printed: pd.DataFrame) ->
 
 def _panel(axis, points: list, label: str, log: bool | str = False) -> None:
     xs, means, stds = zip(*points) if points else ((), (), ())
-    axis.errorbar(xs, means, yerr=[0 if s != s else s for s in stds], marker="o", capsize=3, label=label)
+    runs_with_spread(axis, xs, means, stds, marker="o", capsize=3, label=label)
     if log == "symlog":
         axis.set_xscale("symlog", linthresh=min([x for x in xs if x > 0] or [1e-3]))
     elif log:

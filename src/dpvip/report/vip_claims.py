@@ -76,7 +76,7 @@ class _Runs:
         # (Syn)-ViP is one non-private model that the claims start from: fixed, not a sample of runs
         fixed = not backbone.startswith("vip_")
         chance = 100.0 / classes if classes else None
-        return Group.of(values, data.get("test"), chance, fixed=fixed, **paired_runs(records))
+        return Group.of(values, data.get("test"), chance, fixed=fixed, label=backbone, **paired_runs(records))
 
     def probe(self, backbone: str) -> Group:
         dataset = next(iter(self.plan.probe_datasets), None)

@@ -159,7 +159,7 @@ def figure5(
                 sizes,
                 [points[s].get(metric, np.nan) for s in sizes],
                 marker="o",
-                label=f"{name} (ours, {scale} scale)",
+                label=f"{name} (ours, {scale}, 1 run a point)",
                 color="grey" if "random" in name else "tab:blue",
             )
         _chance_line(axis, level)
