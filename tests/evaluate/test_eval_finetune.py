@@ -7,11 +7,12 @@ import torch
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice
+from dpvip.evaluate.accuracy import classifier_accuracy
+from dpvip.per_example import PER_EXAMPLE, read_correctness
 from dpvip.evaluate.finetune import (
     AutoAugmented,
     Classifier,
     FinetuneSettings,
-    classifier_accuracy,
     finetune,
     finetune_grid,
 )
@@ -79,6 +80,8 @@ def test_the_grid_reports_every_lr_and_the_best():
     assert result["accuracy"] == max(result["grid"].values()) and result["lr"] == max(
         result["grid"], key=result["grid"].get
     )
+    bits, test_set = read_correctness(result[PER_EXAMPLE])  # the chosen point's, for paired comparisons
+    assert 100 * bits.mean() == pytest.approx(100 * result["accuracy"]) and test_set.startswith("bright-or-dark:")
 
 
 @pytest.mark.parametrize(

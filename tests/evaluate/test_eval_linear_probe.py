@@ -5,6 +5,8 @@ labels independent of the features, and is deterministic for a seed."""
 from dataclasses import replace
 
 import pytest
+
+from dpvip.per_example import PER_EXAMPLE, read_correctness
 import torch
 from timm.optim import Lars
 
@@ -106,6 +108,11 @@ def test_probe_grid_picks_on_validation_accuracy_not_on_test_accuracy(separable)
     assert picked["blr"] == 16.0 and picked["validation"][16.0] > 0.9 > picked["validation"][1e-6]
     assert picked["grid"][1e-6] > picked["grid"][16.0] == picked["accuracy"]  # the test-best was not taken
     assert picked["validation_accuracy"] == picked["validation"][16.0]
+    assert PER_EXAMPLE not in picked  # no test set named: no per-example record
+    named = probe_grid(train, test, CLASSES, settings, blrs, selection=TEST, test_set="shifted")
+    bits, test_set = read_correctness(named[PER_EXAMPLE])  # the chosen point's, for paired comparisons
+    assert bits.mean() == pytest.approx(named["accuracy"]) and test_set.startswith("shifted:")
+    assert named["grid"] == on_test["grid"]
     assert picked["selection"] == {"mode": "validation", "fraction": 0.2, "seed": 3, "stratified": True}
     assert picked["split"] == {"train": 800, "validation": 200, "test": 500}
     kept, held = validation_split(train[1].numpy(), 0.2, 3)

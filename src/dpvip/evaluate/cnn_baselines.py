@@ -32,7 +32,8 @@ from torchvision import models
 
 from dpvip.errors import DpvipInputError, first_line
 from dpvip.evaluate.datasets import LabelledImages
-from dpvip.evaluate.finetune import FinetuneSettings, classifier_accuracy, train_classifier
+from dpvip.evaluate.accuracy import classifier_accuracy
+from dpvip.evaluate.finetune import FinetuneSettings, train_classifier
 from dpvip.evaluate.linear_probe import best_of_grid
 from dpvip.files import sha256
 from dpvip.train.resume import JobState, LoopState

@@ -20,8 +20,9 @@ from torch import nn
 from torchvision import transforms
 
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD
+from dpvip.per_example import PER_EXAMPLE, correctness_record
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.accuracy import classifier_accuracy
+from dpvip.evaluate.accuracy import classifier_correct
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, trainable_features
 from dpvip.evaluate.linear_probe import best_of_grid
@@ -155,7 +156,9 @@ def finetune_grid(
     """Top-1 test accuracy for each learning rate of the paper's grid, and the best. `job`:
     where the runs' states and the finished grid points are kept."""
 
-    def accuracy_of(lr: float, saved) -> float:
-        return classifier_accuracy(finetune(mae, train, replace(settings, lr=lr), saved), test)
+    def accuracy_of(lr: float, saved) -> dict:
+        correct = classifier_correct(finetune(mae, train, replace(settings, lr=lr), saved), test)
+        record = correctness_record(correct.numpy(), test.name, test.labels.numpy())
+        return {"test": float(correct.double().mean()) if len(correct) else 0.0, PER_EXAMPLE: record}
 
     return best_of_grid(accuracy_of, lrs, "lr", job, asdict(settings))

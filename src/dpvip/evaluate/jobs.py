@@ -72,7 +72,7 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths:
 
         def accuracy_of(blr: float, saved) -> float | dict:
             probe = train_probe_augmented(mae, choice, fit, replace(settings, blr=blr), saved)
-            return scores(probe, (test_features, test.labels), validation)
+            return scores(probe, (test_features, test.labels), validation, test.name)
 
         grid = best_of_grid(accuracy_of, options["blrs"], "blr", job, asdict(settings), selection)
     else:
@@ -84,10 +84,13 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths:
             options["blrs"],
             job,
             selection,
+            test.name,
         )
         data = data | ({"split": grid.pop("split")} if "split" in grid else {})
+    record = grid.pop(PER_EXAMPLE, None)
     return {
         "columns": {evaluation.dataset: 100 * grid["accuracy"]},
+        PER_EXAMPLE: {evaluation.dataset: record},
         "grid": grid,
         "selection": grid["selection"],
         "settings": asdict(settings)
@@ -128,8 +131,10 @@ def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None, pat
             **common, weight_decay=options["weight_decay"], features=FeatureChoice(**options["features"])
         )
         grid = finetune_grid(mae, chosen, test, settings, options["lrs"], job)
+    record = grid.pop(PER_EXAMPLE, None)
     return {
         "columns": {column: 100 * grid["accuracy"]},
+        PER_EXAMPLE: {column: record},
         "grid": grid,
         "settings": asdict(settings),
         "data": data | {"shots": evaluation.shots, "train": len(chosen), "image_size": image_size},

@@ -28,6 +28,7 @@ from torch import nn
 from torchvision.transforms import v2
 
 from dpvip.errors import DpvipInputError
+from dpvip.per_example import PER_EXAMPLE, correctness_record
 from dpvip.evaluate.features import FeatureChoice, encoder_features
 from dpvip.evaluate.resumable import ShuffledEpochs, restore_training, training_state
 from dpvip.models.mae import MaskedAutoencoder
@@ -161,19 +162,34 @@ def train_probe_augmented(
 
 
 @torch.no_grad()
-def top1_accuracy(probe: LinearProbe, features: torch.Tensor, labels: torch.Tensor) -> float:
+def top1_correct(probe: LinearProbe, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Whether the probe's top-1 prediction is right, for each example in order."""
     probe.eval()
-    return float((probe(features).argmax(dim=1) == labels).float().mean())
+    return probe(features).argmax(dim=1) == labels
+
+
+def top1_accuracy(probe: LinearProbe, features: torch.Tensor, labels: torch.Tensor) -> float:
+    return float(top1_correct(probe, features, labels).float().mean())
 
 
 def scores(
-    probe: LinearProbe, test: tuple[torch.Tensor, torch.Tensor], validation: tuple[torch.Tensor, torch.Tensor] | None
+    probe: LinearProbe,
+    test: tuple[torch.Tensor, torch.Tensor],
+    validation: tuple[torch.Tensor, torch.Tensor] | None,
+    test_set: str | None = None,
 ) -> float | dict:
     """A grid point's result: its test accuracy, or {"validation", "test"} accuracies when a
-    validation split is held out."""
-    if validation is None:
+    validation split is held out; with `test_set` (the test data's name), {"test", and
+    PER_EXAMPLE: each test example's correctness (`dpvip.per_example`)} as well."""
+    if validation is None and test_set is None:
         return top1_accuracy(probe, *test)
-    return {"validation": top1_accuracy(probe, *validation), "test": top1_accuracy(probe, *test)}
+    correct = top1_correct(probe, *test)
+    found = {"test": float(correct.float().mean())}
+    if validation is not None:
+        found["validation"] = top1_accuracy(probe, *validation)
+    if test_set is not None:
+        found[PER_EXAMPLE] = correctness_record(correct.cpu().numpy(), test_set, test[1].cpu().numpy())
+    return found
 
 
 def probe_grid(
@@ -184,8 +200,10 @@ def probe_grid(
     blrs: list[float],
     job: JobState | None = None,
     selection: Selection | None = None,
+    test_set: str | None = None,
 ) -> dict:
-    """Top-1 test accuracy for each base learning rate of the grid, and the chosen one's.
+    """Top-1 test accuracy for each base learning rate of the grid, and the chosen one's
+    (with `test_set`, the test data's name, also its per-example correctness).
     `selection` (default: validation, 10%): a share of `train` (stratified) is held out, every
     probe trains on the rest and the base learning rate best on the held-out share is chosen;
     `dpvip.selection.TEST` trains on all of `train` and chooses on test accuracy (the paper
@@ -200,7 +218,8 @@ def probe_grid(
         split = {"split": {"train": len(kept), "validation": len(held), "test": len(test[1])}}
 
     def accuracy_of(blr: float, saved) -> float | dict:
-        return scores(train_probe(features, labels, classes, replace(settings, blr=blr), saved), test, validation)
+        probe = train_probe(features, labels, classes, replace(settings, blr=blr), saved)
+        return scores(probe, test, validation, test_set)
 
     return best_of_grid(accuracy_of, blrs, "blr", job, asdict(settings), selection) | split
 
@@ -214,7 +233,8 @@ def best_of_grid(
     selection: Selection = TEST,
 ) -> dict:
     """The chosen point of a hyperparameter grid: {"accuracy": its test accuracy, name: its
-    value, "grid": {value: test accuracy}, "selection": how it was chosen}; with a validating
+    value, "grid": {value: test accuracy}, "selection": how it was chosen, and PER_EXAMPLE:
+    its per-example correctness where the points record it}; with a validating
     `selection` also "validation": {value: validation accuracy} and the chosen point's
     "validation_accuracy". `accuracy_of(value, saved)` trains with `saved` as its loop state
     and returns the point's test accuracy (TEST: chosen on it, the papers' practice), or
@@ -238,9 +258,13 @@ def best_of_grid(
         saved.clear()
     if done is not None:
         done.clear()  # the caller writes the result next
+    records = {value: result.pop(PER_EXAMPLE, None) for value, result in results.items() if isinstance(result, dict)}
+    records = {value: record for value, record in records.items() if record is not None}
     if not selection.validating:
+        results = {value: result["test"] if isinstance(result, dict) else result for value, result in results.items()}
         chosen = best(results)
-        return {"accuracy": results[chosen], name: chosen, "grid": results, "selection": selection.record()}
+        found = {"accuracy": results[chosen], name: chosen, "grid": results, "selection": selection.record()}
+        return found | ({PER_EXAMPLE: records[chosen]} if chosen in records else {})
     if not all(isinstance(result, dict) for result in results.values()):
         raise DpvipInputError(f"choosing {name} on validation accuracy needs each grid point's validation accuracy")
     accuracies = {value: result["test"] for value, result in results.items()}
@@ -253,4 +277,4 @@ def best_of_grid(
         "validation": validation,
         "validation_accuracy": validation[chosen],
         "selection": selection.record(),
-    }
+    } | ({PER_EXAMPLE: records[chosen]} if chosen in records else {})
