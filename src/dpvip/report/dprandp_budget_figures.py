@@ -77,7 +77,7 @@ def paper_sweeps(paper_values: pd.DataFrame, accountant: str = SHARE_ACCOUNTANT)
     return sweeps
 
 
-def _run_share(run: PrivateRun, result: dict) -> float:
+def run_phase2_share(run: PrivateRun, result: dict) -> float:
     """ε spent in Phase II over ε spent (Phase II's share of the steps when ε = ∞)."""
     privacy = result["privacy"]
     if run.phase2_steps == 0:
@@ -114,7 +114,7 @@ def figure6(
     for runs in figure_runs(plan, "figure6")["warm"].values():
         done = [r for r in runs if r.path in results]
         if done:
-            share = float(np.mean([_run_share(r, results[r.path]) for r in done]))
+            share = float(np.mean([run_phase2_share(r, results[r.path]) for r in done]))
             ours[share], seeds[share] = run_stats(done, results), len(done)
     counts = sorted(set(seeds.values()))
     over = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
@@ -177,7 +177,7 @@ def figure7(
     for epsilon, runs in figure_runs(plan, "figure7")[WARM_FULL].items():
         done = [r for r in runs if r.path in results and results[r.path]["privacy"].get("epsilon_spent")]
         if done:
-            ours[epsilon] = mean_std([_run_share(r, results[r.path]) for r in done])
+            ours[epsilon] = mean_std([run_phase2_share(r, results[r.path]) for r in done])
     plot_points(axis, ours, COLORS[WARM_FULL], "DP-RandP (ours, the runs' ledgers)", False)
     for epsilon, (share, _) in ours.items():
         entry = plan.entry(MAIN_TASK, epsilon)

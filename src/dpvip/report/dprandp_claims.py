@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from dpvip.plan.dprandp_rows import (
+    figure_runs,
     COLD_ROW,
     METHOD_LABELS,
     TABLE10_COLUMNS,
@@ -41,6 +43,7 @@ from dpvip.report.claims import (
     claims_frame,
     ordered,
 )
+from dpvip.report.dprandp_budget_figures import run_phase2_share
 from dpvip.report.dprandp_tables import run_chances, stand_in_notes
 from dpvip.per_example import PER_EXAMPLE
 from dpvip.report.contrasts import paired_runs
@@ -70,6 +73,11 @@ NOT_HERE = {
     "af": "a claim about the slopes of training curves: dprandp_figure5 draws ours; the verdicts compare final "
     "accuracies",
     "ah": "a property of the schedule and the accountant, not of trained runs: dprandp_figure7 computes our split",
+    "ak": "the ImageNet probe study runs one backbone (dp_transfer.dprandp_probe.imagenet.backbone): no Shaders "
+    "against StyleGAN pre-training arm on it",
+    "al": "our CIFAR-10 and CIFAR-100 rows are one stand-in (dprandp.private.tasks: CIFAR-100 runs_of CIFAR-10): "
+    "their gaps cannot differ in kind",
+    "am": "Holzl et al.'s equivariant CNNs are not rerun here (Table 3 keeps their published values)",
     "ai": "our ImageNet probe study fixes the number of DP-SGD steps (dp_transfer.dprandp_probe.imagenet.steps): "
     "no arm with more steps",
 }
@@ -95,11 +103,15 @@ class _Series:
         self.runs = claim_runs(plan)
 
     def group(self, series: str, epsilon: float, metric: str = "test") -> Group:
-        found = [self.results[r.path] for r in self.runs.get(series, {}).get(epsilon, []) if r.path in self.results]
+        runs = self.runs.get(series, {}).get(epsilon, [])
+        return self.of_runs(runs, f"{series} at epsilon {epsilon_label(epsilon)}", metric)
+
+    def of_runs(self, runs, label: str, metric: str = "test") -> Group:
+        """The group of `runs` (PrivateRun) that have results, named `label` in reasons."""
+        found = [self.results[r.path] for r in runs if r.path in self.results]
         values = [result.get(self.weights, {}).get(metric) for result in found]
         sizes = [result.get("data", {}).get(metric) for result in found]
         records = [result.get(PER_EXAMPLE, {}).get(self.weights, {}).get(metric) for result in found]
-        label = f"{series} at epsilon {epsilon_label(epsilon)}"  # how reasons name it
         test = min((n for n in sizes if n), default=None)
         return Group.of(values, test, _chance(found), label=label, **paired_runs(records))
 
@@ -144,6 +156,7 @@ def dprandp_claims(
     claims += [_task_claim(key, ours, plan, *spec) for key, spec in TASK_CLAIMS.items()]
     claims += [_probe_growth("z", probes, PROBE_CIFAR), _probe_growth("aa", probes, PROBE_IMAGENET)]
     claims.append(_probe_matches_cold_claim(ours, probes))
+    claims.append(_stable_split_claim(ours, plan))
     claims += [_absent(key, reason) for key, reason in NOT_HERE.items()]
     epsilons = ours.epsilons()
     finite = [e for e in epsilons if math.isfinite(e)]
@@ -368,6 +381,39 @@ def _probe_matches_cold_claim(ours: _Series, probes: StudyGroups) -> Claim:
     groups = {"better": probes.group(PROBE_CIFAR, PROBE_ROW, column), "worse": cold}
     measured = f"probe at epsilon 0.1 {_fmt(groups['better'])} vs {COLD_ROW} at epsilon 1 {_fmt(cold)}"
     return CATALOGUE.equivalent("w", groups, measured)
+
+
+STABLE_SHARES = (0.1, 0.4)  # Fig. 6: "stable across a wide range of value [0.1, 0.4]"
+
+
+def _stable_split_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
+    """Claim an: the warm sweep of Figure 6 at the two shares of the budget in Phase II furthest
+    apart within [0.1, 0.4]: equivalence within the catalogue's margin."""
+    epsilon, _ = plan.sweep("figure6")
+    shares = {}
+    for steps, runs in figure_runs(plan, "figure6").get("warm", {}).items():
+        done = [r for r in runs if r.path in ours.results]
+        if done:
+            shares[steps] = (float(np.mean([run_phase2_share(r, ours.results[r.path]) for r in done])), runs)
+    inside = sorted(
+        (share, steps) for steps, (share, _) in shares.items() if STABLE_SHARES[0] <= share <= STABLE_SHARES[1]
+    )
+    if len(inside) < 2:
+        return _absent(
+            "an",
+            f"Figure 6's sweep has {len(inside)} point(s) with a Phase II share in [0.1, 0.4] here: add Phase II "
+            "steps to dprandp.ablations.figure6.phase2_steps to test it",
+        )
+    (low, few), (high, many) = inside[0], inside[-1]
+    groups = {
+        "better": ours.of_runs(shares[many][1], f"{many} Phase II steps (share {high:.2f})"),
+        "worse": ours.of_runs(shares[few][1], f"{few} Phase II steps (share {low:.2f})"),
+    }
+    measured = (
+        f"epsilon {epsilon_label(epsilon)}, warm: share {high:.2f} {_fmt(groups['better'])} vs "
+        f"share {low:.2f} {_fmt(groups['worse'])}"
+    )
+    return CATALOGUE.equivalent("an", groups, measured)
 
 
 def _noiseless_probe_claim(ours: _Series, probes: StudyGroups) -> Claim:

@@ -60,6 +60,8 @@ NOT_HERE = {
     "ag": "Klause et al. and De et al. are not rerun here; our CIFAR stand-ins are the same digits set",
     "ah": "our studies train the last layer only: no full fine-tuning to time (mehta_throughput reports ours)",
     "ai": "our studies train the last layer only, at batch 2^17 and above: no full fine-tuning at 2^15 or 2^16",
+    "ak": "our studies train the last layer only (on cached features): no full fine-tuning arm",
+    "al": "a cost comparison with prior work, which is not rerun here: mehta_throughput reports our own times",
 }
 
 
@@ -85,6 +87,7 @@ def mehta_claims(studies: dict[str, dict]) -> list[Claim]:
         _per_model("g", ours, ("mehta_table1", PRIVATE, LARGEST), ("mehta_table1", PRIVATE, SMALLEST), "DP-SGD"),
         _per_model("h", ours, ("mehta_table1", PUBLIC, SMALLEST), ("mehta_table1", PUBLIC, LARGEST), "SGD, no privacy"),
         _per_model("j", ours, ("mehta_table2", PUBLIC, LARGEST), ("mehta_table1", PUBLIC, LARGEST), "LAMB vs SGD"),
+        _private_beats_public(ours),
         _batch_claim("b", ours, "ViT"),
         _batch_claim("k", ours, "ResNet"),
         _init_claim(ours),
@@ -119,6 +122,15 @@ def _per_model(key: str, ours: StudyGroups, better: tuple, worse: tuple, label: 
     if not parts:
         return _absent(key, f"{b_study} and {w_study} do not both have these cells in this configuration")
     return CATALOGUE.claim(key, "; ".join(measured), across(parts))
+
+
+def _private_beats_public(ours: StudyGroups) -> Claim:
+    """Claim aj: ResNet50x4's last layer with DP-SGD at 2^20 beats the same without privacy."""
+    row = next((r for r in ours.rows("mehta_table1") if r.startswith("ResNet")), None)
+    if row is None:
+        return _absent("aj", "Table 1 has no ResNet row in this configuration")
+    private, public = (ours.group("mehta_table1", row, column.format(LARGEST)) for column in (PRIVATE, PUBLIC))
+    return _versus("aj", private, public, f"{row}, DP-SGD at batch 2^{LARGEST}: with vs without privacy")
 
 
 def _batch_claim(key: str, ours: StudyGroups, model: str) -> Claim:

@@ -16,7 +16,7 @@ import math
 
 import pandas as pd
 
-from dpvip.models import mae_parameters, mae_variant
+from dpvip.models import mae_parameters, mae_size, mae_variant
 from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan
 from dpvip.plan.vip_rows import Backbones, figure5_backbones
 from dpvip.plan.vip_runs import repeats_of
@@ -32,6 +32,7 @@ LOSS_TAIL = 0.25  # the last quarter of a run's logged steps stands for its fina
 NOT_HERE = {
     "l": "no SimCLR weights offline: Table 1's SimCLR row is not run here",
     "m": "DP-NFNet and TAN are not available here (their rows keep the paper's values only)",
+    "al": "DP-NFNet and TAN are not available here, and no ViP is pre-trained on ImageNet (only on the LAION stand-in)",
     "n": "no SimCLR, Mask R-CNN or MAE COCO baselines here; our COCO is a generated stand-in",
     "s": "DP-NFNet and TAN are not available here (their rows keep the paper's values only)",
     "t": "no AlexNet here (evaluate.few_shot.baselines runs a ResNet-50 only: AlexNet takes a CPU minute per "
@@ -173,6 +174,7 @@ def vip_claims(plan: EvaluationPlan, results: dict[str, dict], losses: dict[str,
         for key, ablation, setting, main in ABLATION_CLAIMS
     ]
     claims += _ablation_runs_claims(ours, backbones)
+    claims.append(_deeper_decoder_claim(ours, backbones))
     # claim r: the larger model's loss advantage is larger from the synthetic start than from random
     loses_more = {"syn_small": 1, "syn_large": -1, "rand_small": -1, "rand_large": 1}
     claims += [
@@ -219,6 +221,19 @@ def _ablation_runs_claims(ours: _Runs, backbones: Backbones) -> list[Claim]:
         else:
             claims.append(_versus(key, ours.probe, vip, other, "probe"))
     return claims
+
+
+def _deeper_decoder_claim(ours: _Runs, backbones: Backbones) -> Claim:
+    """Claim ak: the main run's probe against a decoder deeper than the main run's."""
+    size, depth = mae_variant(backbones.runs[backbones.main_vip].model)
+    depth = depth or mae_size(size).decoder_depth
+    deeper = [run for run in backbones.of("decoder_depth") if run.point > depth]
+    if not deeper:
+        return _absent(
+            "ak", f"no decoder deeper than the main run's {depth} here (dp_pretrain.ablations.decoder_depth)"
+        )
+    deepest = max(deeper, key=lambda run: run.point).name
+    return _versus("ak", ours.probe, backbones.main_vip, deepest, "probe")
 
 
 def _syn_scaling(ours: _Runs, backbones: Backbones) -> Claim:
@@ -289,10 +304,17 @@ def _ablation_claim(key: str, ablation: str, setting: str, main_value, backbones
 def vip_claims_table(
     plan: EvaluationPlan, results: dict[str, dict], losses: dict[str, list[float]], scale: str
 ) -> tuple[pd.DataFrame, str, list[str]]:
+    repeats = len(repeats_of(plan.backbones.runs, plan.backbones.main_vip))
+    runs = (
+        "One pre-training run per model, so every comparison is inconclusive (single run). Accuracy intervals "
+        "assume our DP-RandP runs' run-to-run spread"
+        if repeats == 1
+        else f"{repeats} independent pre-training runs per DP model (fresh keys, dp_pretrain.repeats); "
+        "(Syn)-ViP is one given model (test-set noise only)"
+    )
     notes = [
         f"Scale: {scale}. Our runs are the ViP tables' and figures' own (stand-ins as their notes say).",
-        "One pre-training run per model, so every comparison is inconclusive (single run). Accuracy intervals "
-        "assume our DP-RandP runs' run-to-run spread; a final loss (the mean of the last "
+        f"{runs}; a final loss (the mean of the last "
         f"{LOSS_TAIL:.0%} of a run's logged steps) is one value per run and has no interval.",
         TEST_NOTE,
         POWER_NOTE,
