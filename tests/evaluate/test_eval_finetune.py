@@ -17,6 +17,7 @@ from dpvip.evaluate.finetune import (
     finetune_grid,
 )
 from dpvip.models import MAESettings
+from dpvip.selection import Selection
 from dpvip.models.mae import MaskedAutoencoder
 
 QUICK = FinetuneSettings(epochs=6, warmup_epochs=1, batch_size=16, lr=1e-3, auto_augment=False)
@@ -82,6 +83,24 @@ def test_the_grid_reports_every_lr_and_the_best():
     )
     bits, test_set = read_correctness(result[PER_EXAMPLE])  # the chosen point's, for paired comparisons
     assert 100 * bits.mean() == pytest.approx(100 * result["accuracy"]) and test_set.startswith("bright-or-dark:")
+
+
+def test_the_grid_chooses_on_validation_when_asked():
+    """A validation split whose labels are flipped: the point best on it is the worst on test,
+    and that is the one chosen (its test accuracy reported); without a split, a refusal."""
+    train, test = bright_or_dark(16, seed=4), bright_or_dark(16, seed=5)
+    flipped = bright_or_dark(16, seed=6)
+    flipped = LabelledImages(flipped.images, 1 - flipped.labels, 2, "flipped")
+    selection = Selection(fraction=0.2, seed=0)
+    result = finetune_grid(mae(), train, test, QUICK, [1e-3, 1e-9], validation=flipped, selection=selection)
+    assert result["lr"] == max(result["validation"], key=result["validation"].get)
+    assert result["accuracy"] == result["grid"][result["lr"]] and result["selection"]["mode"] == "validation"
+    on_test = finetune_grid(mae(), train, test, QUICK, [1e-3, 1e-9])
+    assert result["grid"] == on_test["grid"]  # the same runs; only the pick differs
+    if on_test["grid"][1e-3] != on_test["grid"][1e-9]:
+        assert result["lr"] != on_test["lr"]
+    with pytest.raises(DpvipInputError, match="needs a validation split"):
+        finetune_grid(mae(), train, test, QUICK, [1e-3], selection=selection)
 
 
 @pytest.mark.parametrize(

@@ -22,12 +22,13 @@ from torchvision import transforms
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD
 from dpvip.per_example import PER_EXAMPLE, correctness_record
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.accuracy import classifier_correct
+from dpvip.evaluate.accuracy import classifier_accuracy, classifier_correct
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, trainable_features
 from dpvip.evaluate.linear_probe import best_of_grid
 from dpvip.evaluate.resumable import ShuffledEpochs, restore_training, training_state
 from dpvip.models.mae import MaskedAutoencoder
+from dpvip.selection import TEST, Selection
 from dpvip.train.optim import warmup_cosine
 from dpvip.train.resume import JobState, LoopState
 
@@ -152,13 +153,23 @@ def finetune_grid(
     settings: FinetuneSettings,
     lrs: list[float],
     job: JobState | None = None,
+    validation: LabelledImages | None = None,
+    selection: Selection = TEST,
 ) -> dict:
-    """Top-1 test accuracy for each learning rate of the paper's grid, and the best. `job`:
-    where the runs' states and the finished grid points are kept."""
+    """Top-1 test accuracy for each learning rate of the grid, and the chosen one's (with its
+    per-example correctness): on `validation`'s accuracy when `selection` validates (then
+    `validation` is needed), else on test accuracy. `job`: where the runs' states and the
+    finished grid points are kept."""
+    if selection.validating and validation is None:
+        raise DpvipInputError("choosing the learning rate on validation accuracy needs a validation split")
 
     def accuracy_of(lr: float, saved) -> dict:
-        correct = classifier_correct(finetune(mae, train, replace(settings, lr=lr), saved), test)
+        classifier = finetune(mae, train, replace(settings, lr=lr), saved)
+        correct = classifier_correct(classifier, test)
         record = correctness_record(correct.numpy(), test.name, test.labels.numpy())
-        return {"test": float(correct.double().mean()) if len(correct) else 0.0, PER_EXAMPLE: record}
+        found = {"test": float(correct.double().mean()) if len(correct) else 0.0, PER_EXAMPLE: record}
+        if selection.validating:
+            found["validation"] = classifier_accuracy(classifier, validation)
+        return found
 
-    return best_of_grid(accuracy_of, lrs, "lr", job, asdict(settings))
+    return best_of_grid(accuracy_of, lrs, "lr", job, asdict(settings), selection)

@@ -111,6 +111,10 @@ def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None, pat
         arch = evaluation.backbone.removeprefix("cnn_")
         image_size = next(b["image_size"] for b in options["baselines"].values() if b["arch"] == arch) or image_size
     train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], image_size)
+    selection, validation = Selection.of(options.get("selection")), None
+    if selection.validating:  # held out of the pool before the K shots are drawn from the rest
+        kept, held = selection.split(train.labels.numpy())
+        train, validation = train.subset(kept), train.subset(held)
     chosen = train.subset(k_shot_indices(train.labels.numpy(), evaluation.shots, options["seed"]))
     column = f"{evaluation.dataset} {evaluation.shots}-shot"
     common = {
@@ -130,14 +134,17 @@ def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None, pat
         settings = FinetuneSettings(
             **common, weight_decay=options["weight_decay"], features=FeatureChoice(**options["features"])
         )
-        grid = finetune_grid(mae, chosen, test, settings, options["lrs"], job)
+        grid = finetune_grid(mae, chosen, test, settings, options["lrs"], job, validation, selection)
     record = grid.pop(PER_EXAMPLE, None)
     return {
         "columns": {column: 100 * grid["accuracy"]},
         PER_EXAMPLE: {column: record},
         "grid": grid,
         "settings": asdict(settings),
-        "data": data | {"shots": evaluation.shots, "train": len(chosen), "image_size": image_size},
+        "selection": grid["selection"],
+        "data": data
+        | {"shots": evaluation.shots, "train": len(chosen), "image_size": image_size}
+        | ({"validation": len(validation)} if validation is not None else {}),
     }
 
 
