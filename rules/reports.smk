@@ -106,7 +106,7 @@ def mehta_appendix_tables():
 
 def mehta_claims_studies():
     """The studies Mehta et al.'s claims compare (those this configuration runs)."""
-    wanted = ("table1", "table2", "table4", "table5", "figure2")
+    wanted = ("table1", "table2", "table4", "table5", "figure1b", "figure2")
     return [f"{TRANSFER}/mehta_{t}.json" for t in MEHTA_OUTPUTS if t in wanted]
 
 

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.workflow, pytest.mark.slurm, pytest.mark.slow]
 
 RESULT = "results/evaluate/dp_finetune/vip_micro/ImageNet-1K.json"
 LOG = "results/logs/evaluate/dp_finetune/vip_micro/ImageNet-1K.log"
-TEST_IMAGES = 360  # the digits' test split that stands in for ImageNet-1K
+TEST_IMAGES = 1650  # the photo crops' test split that stands in for ImageNet-1K
 STEPS = 4  # DP fine-tuning steps (the embedded default has 12): enough to move every weight
 
 

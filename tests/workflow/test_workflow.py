@@ -89,12 +89,12 @@ ALL_JOBS = COMMON_JOBS | {
     "dp_mae": 10 + 1,  # and vip_micro_syn_e2
     "evaluate": 12 + 8 + 2 + 2 + 2,
     "coco_standin": 2,
-    # DP-RandP on digits, epsilon 1 and 8, 3 seeds: DP-RandP, w/o Phase II, Phase II only and
-    # cold (24); at epsilon 1 with 3 seeds (claims g and h): Table 10's two other Phase I sets
-    # (6) and MoCo with and without Phase II (6); with seed 0: the second model with and
-    # without Phase II (2), Table 25's other cold Phase II steps (2)
-    "dprandp_private": 24 + 6 + 6 + 2 + 2,
-    # feature caches on digits, every ViT block pooled to 4 tokens: syn_vip_micro inception
+    # DP-RandP on the photo crops, epsilon 1 and 8, 5 seeds: DP-RandP, w/o Phase II, Phase II
+    # only and cold (40); at epsilon 1 with 5 seeds (claims g, h, m, n): Table 10's two other
+    # Phase I sets (10) and MoCo with and without Phase II (10); with seed 0: the second model
+    # with and without Phase II (2), Table 25's other cold Phase II steps (2)
+    "dprandp_private": 40 + 10 + 10 + 2 + 2,
+    # feature caches on the photo crops, every ViT block pooled to 4 tokens: syn_vip_micro inception
     # at 24, 32, 40 px (4 views, one per epoch) and centre at 16, 24, 32 px; vip_micro
     # inception; the WRN's third-to-last layer, inception and centre
     "transfer_features": 3 + 3 + 1 + 2,
@@ -222,23 +222,24 @@ def test_invalid_synthetic_dataset_stops_before_any_job_naming_the_value(tmp_pat
             "config key 'evaluate.datasets.ImageNet-1K.source': 'folder' is not one of",
         ),
         (  # batch <= n and delta < 1/n where the config fixes n (dpvip.plan.examples)
-            "dprandp: {private: {tasks: {CIFAR-10: {batch_size: 2000}}}}",
-            "dprandp.private.tasks.CIFAR-10.batch_size 2000 exceeds n = 1293 training examples "
-            "(the digits train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)",
+            "dprandp: {private: {tasks: {CIFAR-10: {batch_size: 5000}}}}",
+            "dprandp.private.tasks.CIFAR-10.batch_size 5000 exceeds n = 3960 training examples "
+            "(the photo_crops train split of dprandp.private.tasks.CIFAR-10.data less its validation_fraction)",
         ),
         (
             "evaluate: {dp_finetune: {batch_size: 5000}}",
-            "evaluate.dp_finetune.batch_size 5000 exceeds n = 1437 training examples "
-            "(the digits train split of evaluate.datasets.ImageNet-1K)",
+            "evaluate.dp_finetune.batch_size 5000 exceeds n = 4400 training examples "
+            "(the photo_crops train split of evaluate.datasets.ImageNet-1K)",
         ),
         (
             "dp_transfer: {mehta: {delta: 0.001}}",
-            "dp_transfer.mehta.delta 0.001 is not below 1/n for n = 1293 training examples (the digits train split "
-            "of dp_transfer.datasets.digits less the 144 dp_transfer.mehta.selection holds out; study mehta_table1)",
+            "dp_transfer.mehta.delta 0.001 is not below 1/n for n = 3960 training examples (the photo_crops train "
+            "split of dp_transfer.datasets.photos less the 440 dp_transfer.mehta.selection holds out; "
+            "study mehta_table1)",
         ),
         (
             "dp_transfer: {dprandp_probe: {cifar: {delta: 0.01}}}",
-            "dp_transfer.dprandp_probe.cifar.delta 0.01 is not below 1/n for n = 1437 training examples",
+            "dp_transfer.dprandp_probe.cifar.delta 0.01 is not below 1/n for n = 4400 training examples",
         ),
     ],
 )
@@ -273,9 +274,9 @@ def test_each_vip_table_alone_asks_only_for_its_own_evaluations(tmp_path, table)
     assert "bundle" not in counts and "figure_vip_evaluations" not in counts
 
 
-# Table 10 and the claims on 3 seeds (claim_seeds); the claims: Figure 2's 24 runs, Table 10's
-# other two Phase I sets and Table 11's MoCo pair (3 seeds each), and Tables 12 and 25's runs
-DPRANDP_TABLE_RUNS = {"dprandp_table6": (1, 6), "dprandp_table10": (3, 9), "dprandp_claims": (5, 40)}
+# Table 10 and the claims on 5 seeds (claim_seeds); the claims: Figure 2's 40 runs, Table 10's
+# other two Phase I sets and Table 11's MoCo pair (5 seeds each), and Tables 12 and 25's runs
+DPRANDP_TABLE_RUNS = {"dprandp_table6": (1, 10), "dprandp_table10": (3, 15), "dprandp_claims": (5, 64)}
 # {table: (feature caches, studies)}: one table alone computes only the features it reads
 TRANSFER_TABLE_JOBS = {"mehta_table1": (2, 1), "mehta_table5": (1, 1), "dprandp_table23": (1, 1)}
 
@@ -421,23 +422,27 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     )
     assert not entries["privacy_audit"]["private_data"] and not entries["synthetic_samples"]["private_data"]
     # The ViP tables hold real numbers from the runs, beside the paper's. Floors are what the
-    # embedded default learns on digits (10 classes, 360 test images: chance 10%), with a
-    # margin; measured here: probes 94%, 10-shot fine-tuning 23-31%.
+    # embedded default learns on the photo crops (11 classes, 1,650 test images: chance 9.1%;
+    # raw pixels 34%), with a margin; measured here: probes 74-77% (an untrained micro MAE's
+    # 75-80%), 10-shot fine-tuning 20-41%.
 
     table1 = pd.read_csv(tmp_path / "results/tables/vip_table1.csv").set_index("model")
-    assert table1.at["ViP-LAION", "ImageNet-1K (ours)"] > 80 and table1.at["(Syn)-ViP", "ImageNet-1K (ours)"] > 80
+    assert table1.at["ViP-LAION", "ImageNet-1K (ours)"] > 60 and table1.at["(Syn)-ViP", "ImageNet-1K (ours)"] > 60
     table2 = pd.read_csv(tmp_path / "results/tables/vip_table2.csv").set_index("model")
     assert all(table2.at[model, "CIFAR-100 10-shot (ours)"] > 15 for model in ("SimCLR", "(Syn)-ViP", "ViP"))
     # What does not learn at CPU size is said, not hidden behind a range: 40 ViTDet iterations
     # match a few boxes (AP 0.03-0.05, above 0 only if a detection matches a shape), ADE20K's
-    # 5 epochs predict background only (21.4 mIoU for both encoders), and 12 DP fine-tuning
-    # steps stay at chance. Their paper-scale numbers need the paper config.
+    # 5 epochs predict background only (21.4 mIoU for both encoders). Their paper-scale
+    # numbers need the paper config. 12 DP fine-tuning steps learn on the photo crops
+    # (measured 27.9% and 28.4%, chance 9.1%; on digits they stayed at chance).
     table4 = pd.read_csv(tmp_path / "results/tables/vip_table4.csv").set_index("model")
     assert table4.at["ViP", "COCO AP box (paper)"] == 45.2
     assert table4.at["ViP", "COCO AP box (ours)"] > 0 and table4.at["(Syn)-ViP", "COCO AP box (ours)"] > 0
     assert table4.at["ViP", "ADE20K mIoU (ours)"] > 0
     table5 = pd.read_csv(tmp_path / "results/tables/vip_table5.csv").set_index("model")
-    assert 7 < table5.at["ViP", "epsilon (ours)"] <= 8 and table5.at["ViP", "delta (ours)"] == 1 / (2 * 1437)
+    # q = 256/4400, T 12, sigma 0.72 at delta 1/(2n): epsilon 4.1 (measured 4.11)
+    assert 3.5 < table5.at["ViP", "epsilon (ours)"] <= 8 and table5.at["ViP", "delta (ours)"] == 1 / (2 * 4400)
+    assert all(table5.at[model, "Top-1 Accuracy (ours)"] > 18 for model in ("ViP", "(Syn)-ViP"))
 
     # DP-RandP: each run spends exactly its budget over both phases; the tables and the
     # claims hold measured numbers beside the paper's.
@@ -452,37 +457,36 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     )
     assert [p["phase"] for p in result["curve"]] == [2] * 4 + [3] * 20 and result["accuracy"][
         "test"
-    ] > 12  # measured 17.8
+    ] > 18  # measured 28.0 (chance 9.1%)
     assert json.loads((private / "cold/p0_eps8_seed1.json").read_text())["init_checkpoint"] == "random"
-    # Measured: DP-RandP 13.6% at epsilon 1 and 31.8% at 8 (std 9.9 over its 3 seeds); the cold
-    # start (De et al.) 13.8% and 21.9% (std 0.6). A 5-point floor on the gap at epsilon 8:
-    # another noise stream moved DP-RandP from 35.6% to 31.8%, the cold start much less.
+    # Measured on the photo crops (chance 9.1%), means over 5 seeds: DP-RandP 28.5% at
+    # epsilon 1 and 32.2% at 8; the cold start (De et al.) 25.1% and 35.7%. Both learn well
+    # above chance; the gap between them is within the runs' spread at this size (claims e
+    # and i: inconclusive), so no floor on it.
     randp = pd.read_csv(tmp_path / "results/tables/dprandp_table1.csv").set_index("row")
     assert randp.at["DP-RandP", "epsilon=1 (paper)"] == 72.32
-    assert (
-        randp.at["DP-RandP", "epsilon=8 (ours)"] > 25
-        and randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["DP-RandP", "epsilon=1 (ours)"]
-    )
-    assert randp.at["DP-RandP", "epsilon=8 (ours)"] > randp.at["De et al. [15]", "epsilon=8 (ours)"] + 5
+    assert randp.at["DP-RandP", "epsilon=1 (ours)"] > 18 and randp.at["De et al. [15]", "epsilon=1 (ours)"] > 18
+    assert randp.at["DP-RandP", "epsilon=8 (ours)"] > 20
     # Every claim of the three papers has a verdict; those our runs cannot speak to say why.
-    # The comparisons of DP-RandP (Tables 10 and 11 included) and Mehta et al. rest on 3 seeds
+    # The comparisons of DP-RandP (Tables 10 and 11 included) and Mehta et al. rest on 5 seeds
     # per group, ViP's on one run each (never decisive). The clearest holds at this size:
-    # epsilon 8 against 0.5 in one full-batch step (measured +46.5 [+35.9, +57.1]).
+    # epsilon 8 against 0.5 in one full-batch step (measured +19.2 [+11.8, +26.7]).
     overview = pd.read_csv(tmp_path / "results/tables/claims.csv", keep_default_na=False)
-    assert set(overview["verdict"]) <= set(VERDICTS) and len(overview) == 107  # 36 ViP, 35 Mehta, 36 DP-RandP
+    assert set(overview["verdict"]) <= set(VERDICTS) and len(overview) == 116  # 38 ViP, 38 Mehta, 40 DP-RandP
     overview["key"] = overview["claim"].str.extract(r"^\((\w+)\)")[0]
     untested = overview[overview["verdict"] == "not tested"]
     assert {paper: list(keys) for paper, keys in untested.groupby("paper", sort=False)["key"]} == {
-        "ViP": [*"lmnstuvwxz", "aa", "ab", "ac", "aj"],
-        "Mehta et al.": [*"efilmnoptx", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai"],
-        "DP-RandP": [*"nqrstuvwxy", "ab", "ac", "ad", "ae", "af", "ah", "ai", "aj"],
+        "ViP": [*"lmnstuvwxz", "aa", "ab", "ac", "aj", "ak", "al"],
+        "Mehta et al.": [*"eflmnox", "ae", "af", "ag", "ah", "ai", "ak", "al"],
+        "DP-RandP": [*"nqrstuvxy", "ab", "ac", "ad", "ae", "af", "ah", "ai", "aj", "ak", "al", "am", "an"],
     }
     assert all(untested["why"].str.len() > 20)  # each with its reason
     by_claim = overview.set_index([overview["paper"], "(" + overview["key"] + ")"])
     assert by_claim.loc[("Mehta et al.", "(d)"), "verdict"] == "held"
-    assert by_claim.loc[("DP-RandP", "(a)"), "runs per group"] == "3 / 3"
-    assert by_claim.loc[("DP-RandP", "(g)"), "runs per group"] == "3 / 3 / 3"
-    assert by_claim.loc[("Mehta et al.", "(b)"), "runs per group"] == "3 / 3"
+    assert by_claim.loc[("DP-RandP", "(a)"), "runs per group"] == "5 / 5"
+    assert by_claim.loc[("DP-RandP", "(g)"), "runs per group"] == "5 / 5 / 5"
+    assert by_claim.loc[("Mehta et al.", "(b)"), "runs per group"] == "5 / 5"
+    assert by_claim.loc[("Mehta et al.", "(p)"), "verdict"] in ("equivalent", "not held", "not shown equivalent")
     assert not overview[overview["paper"] == "ViP"]["verdict"].isin(["held", "not held"]).any()
     readme = (bundle / "README.md").read_text()
     assert readme.index("claims of the three papers") < readme.index("numbered tables and figures")
