@@ -116,3 +116,30 @@ def test_a_dp_finetune_job_writes_its_ledger(tmp_path, checkpoint):
 
     expected = epsilon([Mechanism(512 / 1437, 1.0, 3)], ledger["delta"], "rdp").epsilon
     assert ledger["epsilon_spent"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_few_shot_validation_comes_from_the_examples_the_shots_left_out():
+    """The K shots are drawn from the whole pool (as without validation); the learning rate's
+    validation share is held out of the rest, stratified; a draw that leaves a class nothing
+    to validate on is refused naming the key."""
+    import numpy as np
+
+    from dpvip.errors import DpvipInputError
+    from dpvip.evaluate.datasets import digits
+    from dpvip.evaluate.jobs import few_shot_validation
+    from dpvip.evaluate.kshot import k_shot_indices
+    from dpvip.selection import Selection
+
+    train, _ = digits(8)
+    labels = train.labels.numpy()
+    shots = k_shot_indices(labels, 5, 0)
+    evaluation = Evaluation("few_shot", "syn_vip_micro", "CIFAR-100", 5)
+    validation = few_shot_validation(train, shots, Selection(fraction=0.1, seed=0), evaluation)
+    rest = len(labels) - len(shots)
+    assert len(validation) == int(np.ceil(0.1 * rest))
+    shot_images = {bytes(image.numpy()) for image in train.images[shots]}
+    assert not shot_images & {bytes(image.numpy()) for image in validation.images}
+    assert set(np.unique(validation.labels.numpy())) == set(range(10))  # every class validates
+    tiny = train.subset(np.concatenate([np.flatnonzero(labels == c)[:5] for c in range(10)]))
+    with pytest.raises(DpvipInputError, match=r"evaluate.few_shot.selection: CIFAR-100's 5-shot draw leaves a class"):
+        few_shot_validation(tiny, k_shot_indices(tiny.labels.numpy(), 5, 0), Selection(), evaluation)

@@ -513,9 +513,10 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     # the first one wrote, without computing a feature again.
     mehta5 = pd.read_csv(tmp_path / "results/tables/mehta_table5.csv").set_index("Finetuning Dataset")
     assert mehta5.at["ImageNet-1k", "epsilon=8.0 (paper)"] == 68.3
-    # measured: 68.3% without privacy, 64.7% at epsilon 8, 19.4% at 0.5 (one full-batch step)
-    assert mehta5.at["ImageNet-1k", "Non-Private (ours)"] > 50 and mehta5.at["ImageNet-1k", "epsilon=8.0 (ours)"] > 50
-    assert mehta5.at["ImageNet-1k", "epsilon=0.5 (ours)"] < mehta5.at["ImageNet-1k", "epsilon=8.0 (ours)"] - 20
+    # measured on the photo crops (chance 9.1%): 37.8% without privacy, 36.0% at epsilon 8,
+    # 16.7% at 0.5 (one full-batch step, 5 seeds; claim d: +19.2 [+11.8, +26.7])
+    assert mehta5.at["ImageNet-1k", "Non-Private (ours)"] > 25 and mehta5.at["ImageNet-1k", "epsilon=8.0 (ours)"] > 25
+    assert mehta5.at["ImageNet-1k", "epsilon=0.5 (ours)"] < mehta5.at["ImageNet-1k", "epsilon=8.0 (ours)"] - 8
     probe = pd.read_csv(tmp_path / "results/tables/dprandp_table23.csv").set_index("epsilon")
     assert probe.at[1.0, "σ_1 (paper)"] == 71 and probe.at[1.0, "epsilon (ours)"] == pytest.approx(1.0, abs=1e-3)
     study = tmp_path / "results/dp_transfer/mehta_table5.json"
@@ -544,7 +545,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
     assert [r["step"] for r in read_metrics(vip / "metrics.jsonl")][-1] == 16
     # A lost shard is regenerated alone, with the same bytes: the other shards are not touched
     # and the re-made index (which lists every shard's SHA-256) is identical. Snakemake reruns
-    # what reads the shards (here dead leaves' Phase I run and its three private runs), but all
+    # what reads the shards (here dead leaves' Phase I run and its five private runs), but all
     # resume from their final states: no step is trained again and the results are identical.
     synthetic = tmp_path / "results/synthetic/dead_leaves"
     shard, index = synthetic / "shard-000001.tar", synthetic / "index.json"
@@ -560,7 +561,7 @@ def test_one_table_alone_then_everything_then_nothing(embedded_default):
         "synthetic_index": 1,
         "table_synthetic_datasets": 1,
         "dprandp_phase1": 1,
-        "dprandp_private": 3,  # Table 10's dead-leaves cell: 3 seeds (claim_seeds)
+        "dprandp_private": 5,  # Table 10's dead-leaves cell: 5 seeds (claim_seeds)
         "table_dprandp": 1,
         "table_dprandp_claims": 1,  # Table 10's runs are in the claims
         "table_dprandp_cost": 1,  # Table 8 times every Phase I run

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from dpvip.errors import DpvipInputError
@@ -111,11 +112,10 @@ def _few_shot(evaluation: Evaluation, section: dict, checkpoint: str | None, pat
         arch = evaluation.backbone.removeprefix("cnn_")
         image_size = next(b["image_size"] for b in options["baselines"].values() if b["arch"] == arch) or image_size
     train, test, data = labelled_split(evaluation.dataset, section["datasets"][evaluation.dataset], image_size)
-    selection, validation = Selection.of(options.get("selection")), None
-    if selection.validating:  # held out of the pool before the K shots are drawn from the rest
-        kept, held = selection.split(train.labels.numpy())
-        train, validation = train.subset(kept), train.subset(held)
-    chosen = train.subset(k_shot_indices(train.labels.numpy(), evaluation.shots, options["seed"]))
+    shots = k_shot_indices(train.labels.numpy(), evaluation.shots, options["seed"])
+    chosen, selection = train.subset(shots), Selection.of(options.get("selection"))
+    validating = selection.validating and not evaluation.is_cnn  # the CNN baselines' grid picks on test
+    validation = few_shot_validation(train, shots, selection, evaluation) if validating else None
     column = f"{evaluation.dataset} {evaluation.shots}-shot"
     common = {
         "epochs": options["epochs"],
@@ -163,6 +163,20 @@ def _dp_finetune(evaluation: Evaluation, section: dict, checkpoint: str | None, 
     return {"columns": columns, "data": data, PER_EXAMPLE: {"Top-1 Accuracy": result[PER_EXAMPLE]}} | {
         key: result[key] for key in ("privacy", "batch_sizes", "clipped_fraction", "settings", "world_size")
     }
+
+
+def few_shot_validation(train, shots, selection: Selection, evaluation: Evaluation):
+    """The validation share of the training examples the K shots left out (the shots drawn
+    from the whole pool, as without validation), on which the learning rate is chosen."""
+    rest = np.setdiff1d(np.arange(len(train)), shots)
+    labels = train.labels.numpy()
+    if set(np.unique(labels[rest])) != set(np.unique(labels)):
+        raise DpvipInputError(
+            f"evaluate.few_shot.selection: {evaluation.dataset}'s {evaluation.shots}-shot draw leaves a class "
+            "without examples to validate on; add training images or set mode: test"
+        )
+    _, held = selection.split(labels[rest])
+    return train.subset(rest[held])
 
 
 def shapes_spec(section: dict, image_size: int):

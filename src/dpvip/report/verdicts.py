@@ -156,22 +156,26 @@ def judge(
     if missing:
         return not_tested(f"no result for {', '.join(missing)} in this configuration")
     raw, binding, contrast = _raw(groups, contrasts)
-    low, high = binding.bounds(CONFIDENCE)
     found = Verdict(
         raw,
         binding.estimate,
-        low,
-        high,
-        " / ".join("fixed" if group.fixed else str(group.runs) for group in groups.values()),
+        *binding.bounds(CONFIDENCE),
+        _runs_label(groups),
         reason=_why(raw, len(contrasts), binding),
         detectable=binding.detectable,
         runs_needed=_runs_needed(groups, contrast, paper_effect),
     )
-    guard = (
-        _uninformative(groups, contrasts)
-        or _too_few_runs(groups)
-        or _unstable(groups, lambda changed: _raw(changed, contrasts)[0], raw)
-    )
+    return _guarded(found, groups, contrasts, lambda changed: _raw(changed, contrasts)[0])
+
+
+def _runs_label(groups: Mapping[str, Group]) -> str:
+    return " / ".join("fixed" if group.fixed else str(group.runs) for group in groups.values())
+
+
+def _guarded(found: Verdict, groups: Mapping[str, Group], contrasts: Sequence[Contrast], decide) -> Verdict:
+    """`found` unless a guard applies (uninformative, too few runs, unstable); `decide`:
+    groups -> the unguarded verdict, for the leave-one-out check."""
+    guard = _uninformative(groups, contrasts) or _too_few_runs(groups) or _unstable(groups, decide, found.verdict)
     return replace(found, **guard) if guard else found
 
 
@@ -299,24 +303,17 @@ def judge_equivalence(groups: Mapping[str, Group], contrast: Contrast, margin: f
         return NOT_SHOWN_EQUIVALENT, interval
 
     raw, interval = decide(groups)
-    low, high = interval.bounds(2 * CONFIDENCE - 1)
     found = Verdict(
         raw,
         interval.estimate,
-        low,
-        high,
-        " / ".join("fixed" if group.fixed else str(group.runs) for group in groups.values()),
+        *interval.bounds(2 * CONFIDENCE - 1),
+        _runs_label(groups),
         reason=f"margin +-{margin:g}; interval at {2 * CONFIDENCE - 1:.0%} (two one-sided tests)",
         detectable=(t_quantile(CONFIDENCE, interval.df) + t_quantile(1 - (1 - POWER) / 2, interval.df))
         * interval.standard_error,
         runs_needed=_equivalence_runs(groups, contrast, margin),
     )
-    guard = (
-        _uninformative(groups, [contrast])
-        or _too_few_runs(groups)
-        or _unstable(groups, lambda changed: decide(changed)[0], raw)
-    )
-    return replace(found, **guard) if guard else found
+    return _guarded(found, groups, [contrast], lambda changed: decide(changed)[0])
 
 
 def _equivalence_runs(groups: Mapping[str, Group], contrast: Contrast, margin: float) -> str:
