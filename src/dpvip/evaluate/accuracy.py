@@ -6,6 +6,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dpvip.per_example import correctness_record
+
 
 @torch.no_grad()
 def classifier_correct(classifier: nn.Module, test, batch_size: int = 256, dist=None) -> torch.Tensor:
@@ -32,5 +34,15 @@ def classifier_correct(classifier: nn.Module, test, batch_size: int = 256, dist=
 
 def classifier_accuracy(classifier: nn.Module, test, batch_size: int = 256, dist=None) -> float:
     """Top-1 accuracy (a fraction) on `test`: see `classifier_correct`."""
+    return _fraction(classifier_correct(classifier, test, batch_size, dist))
+
+
+def classifier_score(classifier: nn.Module, test, batch_size: int = 256, dist=None) -> tuple[float, dict]:
+    """(top-1 accuracy as a fraction, the per-example record of `dpvip.per_example`) on `test`,
+    which names the test set (its `name` and `labels`)."""
     correct = classifier_correct(classifier, test, batch_size, dist)
+    return _fraction(correct), correctness_record(correct.numpy(), test.name, test.labels.numpy())
+
+
+def _fraction(correct: torch.Tensor) -> float:
     return float(correct.double().mean()) if len(correct) else 0.0

@@ -36,10 +36,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from dpvip.per_example import PER_EXAMPLE, correctness_record
+from dpvip.per_example import PER_EXAMPLE
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.features import FeatureChoice
-from dpvip.evaluate.accuracy import classifier_correct
+from dpvip.evaluate.accuracy import classifier_score
 from dpvip.evaluate.finetune import Classifier
 from dpvip.models.mae import MaskedAutoencoder
 from dpvip.privacy import ACCOUNTANTS, check_randomness
@@ -258,13 +258,13 @@ def dp_finetune(
     `train_dp_classifier`; the saved state is cleared once the score exists."""
     job = JobState.of(work_dir)
     classifier, record = train_dp_classifier(mae, train, settings, job, progress)
-    correct = classifier_correct(classifier, test, dist=job.dist)
+    accuracy, per_example = classifier_score(classifier, test, dist=job.dist)
     job.clear_loop("dp_finetune")
     if job.is_main:
         release_key(job.folder)  # with its state: a rerun trains afresh with a new key
     return {
-        "top1_percent": 100.0 * float(correct.double().mean()) if len(correct) else 0.0,
-        PER_EXAMPLE: correctness_record(correct.numpy(), test.name, test.labels.numpy()),
+        "top1_percent": 100.0 * accuracy,
+        PER_EXAMPLE: per_example,
         **record,
         "dataset": train.name,
         "test_examples": len(test),

@@ -20,9 +20,9 @@ from torch import nn
 from torchvision import transforms
 
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD
-from dpvip.per_example import PER_EXAMPLE, correctness_record
+from dpvip.per_example import PER_EXAMPLE
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.accuracy import classifier_accuracy, classifier_correct
+from dpvip.evaluate.accuracy import classifier_accuracy, classifier_score
 from dpvip.evaluate.datasets import LabelledImages
 from dpvip.evaluate.features import FeatureChoice, trainable_features
 from dpvip.evaluate.linear_probe import best_of_grid
@@ -165,9 +165,8 @@ def finetune_grid(
 
     def accuracy_of(lr: float, saved) -> dict:
         classifier = finetune(mae, train, replace(settings, lr=lr), saved)
-        correct = classifier_correct(classifier, test)
-        record = correctness_record(correct.numpy(), test.name, test.labels.numpy())
-        found = {"test": float(correct.double().mean()) if len(correct) else 0.0, PER_EXAMPLE: record}
+        accuracy, record = classifier_score(classifier, test)
+        found = {"test": accuracy, PER_EXAMPLE: record}
         if selection.validating:
             found["validation"] = classifier_accuracy(classifier, validation)
         return found

@@ -29,9 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from dpvip.evaluate.accuracy import classifier_correct
+from dpvip.evaluate.accuracy import classifier_score
 from dpvip.files import sha256
-from dpvip.per_example import PER_EXAMPLE, correctness_record
+from dpvip.per_example import PER_EXAMPLE
 from dpvip.models.wrn import WideResNet
 from dpvip.privacy.clipping import ClippedGradientSum, refuse_batch_norm
 from dpvip.randp.ema import EMA
@@ -258,9 +258,8 @@ class PrivateTraining:
             if data is None:
                 accuracy[split] = None
                 continue
-            correct = classifier_correct(model, data)
-            accuracy[split] = 100.0 * float(correct.double().mean()) if len(correct) else 0.0
-            records[split] = correctness_record(correct.numpy(), data.name, data.labels.numpy())
+            fraction, records[split] = classifier_score(model, data)
+            accuracy[split] = 100.0 * fraction
         return accuracy, records
 
     def result(self, seconds: float) -> dict:
