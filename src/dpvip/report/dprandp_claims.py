@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from dpvip.plan.dprandp_rows import (
     figure_runs,
@@ -29,7 +28,6 @@ from dpvip.plan.dprandp_rows import (
     TASK_TABLES,
     WARM_FULL,
     WARM_NO_PHASE2,
-    claim_runs,
     table12_models,
 )
 from dpvip.plan.dprandp_runs import MAIN_TASK, DPRandPPlan, epsilon_label
@@ -37,23 +35,26 @@ from dpvip.report.claims import (
     DIFFERENCE,
     POWER_NOTE,
     TEST_NOTE,
-    Catalogue,
     Claim,
     StudyGroups,
     claims_frame,
     ordered,
 )
 from dpvip.report.dprandp_budget_figures import run_phase2_share
-from dpvip.report.dprandp_tables import run_chances, stand_in_notes
-from dpvip.per_example import PER_EXAMPLE
-from dpvip.report.contrasts import paired_runs
+from dpvip.report.dprandp_claim_runs import CATALOGUE, EMA, LINEAR_PROBING, LIVE, ClaimRuns, fmt_group
+from dpvip.report.dprandp_probe_claims import (
+    PROBE_CIFAR,
+    PROBE_IMAGENET,
+    embedding_claim,
+    noiseless_probe_claim,
+    probe_growth,
+    probe_matches_cold_claim,
+)
+from dpvip.report.dprandp_tables import stand_in_notes
 from dpvip.report.verdicts import Group, across, judge
 
 TITLE = "DP-RandP claims: do the paper's qualitative findings hold on our runs?"
-LINEAR_PROBING = "Phase II only"
 STYLEGAN = TABLE10_COLUMNS["stylegan_oriented"]
-PROBE_CIFAR, PROBE_IMAGENET = "dprandp_probe_cifar", "dprandp_probe_imagenet"  # Tables 4 and 5's studies
-PROBE_ROW, NON_PRIVATE = "Ours", "Non-private"
 # The claims our runs cannot speak to, and why (the others are judged below)
 NOT_HERE = {
     "t": "a claim of equal accuracy (DP-RandP at epsilon 4, DP-SGD at 7.42): the verdicts test a direction, "
@@ -91,58 +92,13 @@ TASK_CLAIMS = {  # key: (table, its cold row, its DP-RandP row, metric)
     "s": ("table16", "DP-SGD we evaluated", WARM_FULL, "test"),
 }
 
-EMA, LIVE = "accuracy", "accuracy_live"  # the result keys of the EMA model's and the live weights' accuracy
-
-
-class _Series:
-    """Groups of our accuracies: {(series, epsilon): runs}, each with its test-set size and
-    chance level; `weights`: the EMA model's accuracies or the live weights'."""
-
-    def __init__(self, plan: DPRandPPlan, results: dict[str, dict], weights: str = EMA):
-        self.results, self.weights = results, weights
-        self.runs = claim_runs(plan)
-
-    def group(self, series: str, epsilon: float, metric: str = "test") -> Group:
-        runs = self.runs.get(series, {}).get(epsilon, [])
-        return self.of_runs(runs, f"{series} at epsilon {epsilon_label(epsilon)}", metric)
-
-    def of_runs(self, runs, label: str, metric: str = "test") -> Group:
-        """The group of `runs` (PrivateRun) that have results, named `label` in reasons."""
-        found = [self.results[r.path] for r in runs if r.path in self.results]
-        values = [result.get(self.weights, {}).get(metric) for result in found]
-        sizes = [result.get("data", {}).get(metric) for result in found]
-        records = [result.get(PER_EXAMPLE, {}).get(self.weights, {}).get(metric) for result in found]
-        test = min((n for n in sizes if n), default=None)
-        return Group.of(values, test, _chance(found), label=label, **paired_runs(records))
-
-    def epsilons(self) -> list[float]:
-        """The epsilons of Figure 2's series that have results (inf last)."""
-        found = {e for s in (WARM_FULL, WARM_NO_PHASE2, LINEAR_PROBING, COLD_ROW) for e in self.runs.get(s, {})}
-        return sorted(e for e in found if any(self.group(s, e).values for s in (WARM_FULL, COLD_ROW)))
-
-
-def _chance(results: list[dict]) -> float | None:
-    """Chance accuracy (%) of the data the runs were tested on (`run_chances`, the tables' own)."""
-    found = run_chances(MAIN_TASK, "test", dict(enumerate(results)))
-    return next(iter(found)).level if found else None
-
-
-def _fmt(group: Group) -> str:
-    if not group.values:
-        return "—"
-    if len(group.values) == 1:
-        return f"{group.mean:.2f} (1 run)"
-    std = float(pd.Series(group.values).std())
-    return f"{group.mean:.2f} ± {std:.2f} ({group.runs} runs)"
-
-
-CATALOGUE = Catalogue.of("dprandp")
 _claim, _absent = CATALOGUE.judged, CATALOGUE.untested
 
 
-def _ahead(key: str, ours: _Series, better: str, worse: str, epsilon: float) -> Claim:
+def _ahead(key: str, ours: ClaimRuns, better: str, worse: str, epsilon: float) -> Claim:
     groups = {"better": ours.group(better, epsilon), "worse": ours.group(worse, epsilon)}
-    measured = f"epsilon {epsilon_label(epsilon)}: {better} {_fmt(groups['better'])} vs {worse} {_fmt(groups['worse'])}"
+    arms = f"{better} {fmt_group(groups['better'])} vs {worse} {fmt_group(groups['worse'])}"
+    measured = f"epsilon {epsilon_label(epsilon)}: {arms}"
     return _claim(key, groups, measured)
 
 
@@ -150,12 +106,12 @@ def dprandp_claims(
     plan: DPRandPPlan, results: dict[str, dict], weights: str = EMA, studies: dict[str, dict] | None = None
 ) -> list[Claim]:
     """`studies`: the private linear probing studies ({'dprandp_probe_cifar': result, ...})."""
-    ours, probes = _Series(plan, results, weights), StudyGroups(studies or {})
+    ours, probes = ClaimRuns(plan, results, weights), StudyGroups(studies or {})
     claims = [_table10_claim(ours), _table11_claim(ours, plan), _moco_claim(ours, plan), _methods_claim(ours, plan)]
     claims += [_table12_claim(ours, plan), _table25_claim(ours, plan)]
     claims += [_task_claim(key, ours, plan, *spec) for key, spec in TASK_CLAIMS.items()]
-    claims += [_probe_growth("z", probes, PROBE_CIFAR), _probe_growth("aa", probes, PROBE_IMAGENET)]
-    claims.append(_probe_matches_cold_claim(ours, probes))
+    claims += [probe_growth("z", probes, PROBE_CIFAR), probe_growth("aa", probes, PROBE_IMAGENET)]
+    claims.append(probe_matches_cold_claim(ours, probes))
     claims.append(_stable_split_claim(ours, plan))
     claims += [_absent(key, reason) for key, reason in NOT_HERE.items()]
     epsilons = ours.epsilons()
@@ -170,8 +126,8 @@ def dprandp_claims(
         _ahead("e", ours, WARM_FULL, COLD_ROW, small),
         _ahead("f", ours, LINEAR_PROBING, COLD_ROW, small),
         _split_claim("k", ours, small),
-        _embedding_claim(ours, probes, small),
-        _noiseless_probe_claim(ours, probes),
+        embedding_claim(ours, probes, small),
+        noiseless_probe_claim(ours, probes),
     ]
     if math.isinf(largest):
         claims.append(_ahead("aj", ours, WARM_FULL, COLD_ROW, largest))
@@ -191,7 +147,7 @@ def dprandp_claims(
     claims.append(_gap_claim("b", ours, WARM_NO_PHASE2, COLD_ROW, small, largest))
     saturate = _grid(ours, {"full": WARM_FULL, "probe": LINEAR_PROBING}, small, largest)
     measured = f"epsilon {epsilon_label(small)} -> {epsilon_label(largest)}: " + "; ".join(
-        f"{name} {_fmt(saturate[f'{k}_small'])} -> {_fmt(saturate[f'{k}_large'])}"
+        f"{name} {fmt_group(saturate[f'{k}_small'])} -> {fmt_group(saturate[f'{k}_large'])}"
         for name, k in ((LINEAR_PROBING, "probe"), (WARM_FULL, "full"))
     )
     # both parts at once: DP-RandP gains more than the probe, and ends ahead of it
@@ -200,7 +156,7 @@ def dprandp_claims(
     return ordered(claims)
 
 
-def _grid(ours: _Series, series: dict[str, str], small: float, large: float) -> dict[str, Group]:
+def _grid(ours: ClaimRuns, series: dict[str, str], small: float, large: float) -> dict[str, Group]:
     """{"<name>_small" / "<name>_large": the series' group at the small / large epsilon}."""
     return {
         f"{name}_{tag}": ours.group(s, e)
@@ -209,7 +165,7 @@ def _grid(ours: _Series, series: dict[str, str], small: float, large: float) -> 
     }
 
 
-def _gap_claim(key: str, ours: _Series, ahead: str, behind: str, small: float, large: float) -> Claim:
+def _gap_claim(key: str, ours: ClaimRuns, ahead: str, behind: str, small: float, large: float) -> Claim:
     """`ahead` - `behind` is larger at the small epsilon than at the large one."""
     gap = _grid(ours, {"ahead": ahead, "behind": behind}, small, large)
     measured = f"{ahead} - {behind}: " + "; ".join(
@@ -220,15 +176,15 @@ def _gap_claim(key: str, ours: _Series, ahead: str, behind: str, small: float, l
     return _claim(key, gap, measured, {"ahead_small": 1, "behind_small": -1, "ahead_large": -1, "behind_large": 1})
 
 
-def _split_claim(key: str, ours: _Series, epsilon: float) -> Claim:
+def _split_claim(key: str, ours: ClaimRuns, epsilon: float) -> Claim:
     """DP-RandP's split beats both extremes: no Phase II, and Phase II only."""
     groups = {name: ours.group(name, epsilon) for name in (WARM_FULL, WARM_NO_PHASE2, LINEAR_PROBING)}
-    measured = f"epsilon {epsilon_label(epsilon)}: " + "; ".join(f"{name} {_fmt(g)}" for name, g in groups.items())
+    measured = f"epsilon {epsilon_label(epsilon)}: " + "; ".join(f"{name} {fmt_group(g)}" for name, g in groups.items())
     contrasts = [{WARM_FULL: 1, WARM_NO_PHASE2: -1}, {WARM_FULL: 1, LINEAR_PROBING: -1}]
     return _claim(key, groups, measured, contrasts)
 
 
-def _table10_claim(ours: _Series) -> Claim:
+def _table10_claim(ours: ClaimRuns) -> Claim:
     cells = {
         s.removeprefix(TABLE10_SERIES): e for s, by in ours.runs.items() if s.startswith(TABLE10_SERIES) for e in by
     }
@@ -236,7 +192,9 @@ def _table10_claim(ours: _Series) -> Claim:
     if STYLEGAN not in cells or not others:
         return _absent("g", "Table 10 has no other synthetic set in this configuration")
     groups = {column: ours.group(TABLE10_SERIES + column, epsilon) for column, epsilon in cells.items()}
-    measured = f"epsilon {epsilon_label(cells[STYLEGAN])}: " + "; ".join(f"{c} {_fmt(g)}" for c, g in groups.items())
+    measured = f"epsilon {epsilon_label(cells[STYLEGAN])}: " + "; ".join(
+        f"{c} {fmt_group(g)}" for c, g in groups.items()
+    )
     return _claim("g", groups, measured, [{STYLEGAN: 1, other: -1} for other in others])  # beats each other set
 
 
@@ -244,7 +202,7 @@ def _methods(plan: DPRandPPlan) -> list[str]:
     return [METHOD_LABELS[m] for m in plan.ablations.get("methods", []) if m in METHOD_LABELS]
 
 
-def _table11_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
+def _table11_claim(ours: ClaimRuns, plan: DPRandPPlan) -> Claim:
     """Claim h on the first Phase I method of the ablations (the main method is claim c)."""
     methods = _methods(plan)
     if not methods:
@@ -253,7 +211,7 @@ def _table11_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
     return _ahead("h", ours, full, alone, min(ours.runs[full]))
 
 
-def _moco_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
+def _moco_claim(ours: ClaimRuns, plan: DPRandPPlan) -> Claim:
     """Claim m: the other Phase I method's DP-RandP against the cold start, at its epsilon."""
     methods = _methods(plan)
     if not methods:
@@ -262,7 +220,7 @@ def _moco_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
     return _ahead("m", ours, full, COLD_ROW, min(ours.runs[full]))
 
 
-def _methods_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
+def _methods_claim(ours: ClaimRuns, plan: DPRandPPlan) -> Claim:
     """Claim n: the main method's lead over the other grows from the smallest to the largest
     ablation epsilon."""
     methods = _methods(plan)
@@ -288,7 +246,7 @@ def _methods_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
     return _claim("n", groups, measured, {"main_large": 1, "other_large": -1, "main_small": -1, "other_small": 1})
 
 
-def _table12_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
+def _table12_claim(ours: ClaimRuns, plan: DPRandPPlan) -> Claim:
     """Claim o: the larger model (Table 12's WRN-40-4 row) beats the main one, with and
     without Phase II, at the smallest ablation epsilon."""
     labels = list(table12_models(plan))
@@ -301,12 +259,12 @@ def _table12_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
         epsilon = min(ours.runs[bigger])
         groups = {"better": ours.group(bigger, epsilon), "worse": ours.group(main, epsilon)}
         parts[variant] = judge(groups, DIFFERENCE, TABLE12_EFFECTS[variant])
-        vs = f"{large} {_fmt(groups['better'])} vs {small} {_fmt(groups['worse'])}"
+        vs = f"{large} {fmt_group(groups['better'])} vs {small} {fmt_group(groups['worse'])}"
         measured.append(f"{variant}, epsilon {epsilon_label(epsilon)}: {vs}")
     return CATALOGUE.claim("o", "; ".join(measured), across(parts))
 
 
-def _table25_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
+def _table25_claim(ours: ClaimRuns, plan: DPRandPPlan) -> Claim:
     """Claim p: from a cold start, accuracy falls as Phase II takes more of the steps."""
     points = sorted(int(s.removeprefix(TABLE25_SERIES)) for s in ours.runs if s.startswith(TABLE25_SERIES))
     if len(points) < 2:
@@ -314,13 +272,13 @@ def _table25_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
     epsilon, _ = plan.sweep("table25")
     groups = {f"p{p}": ours.group(f"{TABLE25_SERIES}{p}", epsilon) for p in points}
     measured = f"cold, epsilon {epsilon_label(epsilon)}, Phase II steps: " + "; ".join(
-        f"{p}: {_fmt(groups[f'p{p}'])}" for p in points
+        f"{p}: {fmt_group(groups[f'p{p}'])}" for p in points
     )
     falls = [{f"p{a}": 1, f"p{b}": -1} for a, b in zip(points, points[1:])]
     return _claim("p", groups, measured, falls)
 
 
-def _task_claim(key: str, ours: _Series, plan: DPRandPPlan, table: str, cold: str, full: str, metric: str) -> Claim:
+def _task_claim(key: str, ours: ClaimRuns, plan: DPRandPPlan, table: str, cold: str, full: str, metric: str) -> Claim:
     """DP-RandP against its DP-SGD baseline on another task (Tables 2, 3 and 16), at the
     smallest epsilon, when the task has runs of its own."""
     task = TASK_TABLES[table]
@@ -335,58 +293,15 @@ def _task_claim(key: str, ours: _Series, plan: DPRandPPlan, table: str, cold: st
     better, worse = f"{table} / {full}", f"{table} / {cold}"
     epsilon = min(e for e in ours.runs[better] if math.isfinite(e))
     groups = {"better": ours.group(better, epsilon, metric), "worse": ours.group(worse, epsilon, metric)}
-    vs = f"{full} {_fmt(groups['better'])} vs {cold} {_fmt(groups['worse'])}"
+    vs = f"{full} {fmt_group(groups['better'])} vs {cold} {fmt_group(groups['worse'])}"
     measured = f"{task}, epsilon {epsilon_label(epsilon)} ({metric}): {vs}"
     return _claim(key, groups, measured)
-
-
-def _probe_epsilons(probes: StudyGroups, study: str) -> list[tuple[float, str]]:
-    columns = [c for c in probes.columns(study, PROBE_ROW) if c.startswith("epsilon=")]
-    found = sorted((float(c.removeprefix("epsilon=")), c) for c in columns)
-    return [(e, c) for e, c in found if math.isfinite(e)]
-
-
-def _probe_growth(key: str, probes: StudyGroups, study: str) -> Claim:
-    """The probe at its largest finite epsilon against its smallest."""
-    found = _probe_epsilons(probes, study)
-    if len(found) < 2:
-        return _absent(key, f"{study} is not run with two epsilons in this configuration (dp_transfer.dprandp_probe)")
-    (small, low), (large, high) = found[0], found[-1]
-    groups = {"better": probes.group(study, PROBE_ROW, high), "worse": probes.group(study, PROBE_ROW, low)}
-    measured = f"{study}: epsilon {large:g} {_fmt(groups['better'])} vs {small:g} {_fmt(groups['worse'])}"
-    return _claim(key, groups, measured)
-
-
-def _embedding_claim(ours: _Series, probes: StudyGroups, epsilon: float) -> Claim:
-    """Claim ag: the probe study's linear head on the embedding layer against Phase II only
-    (the network without it) at the smallest epsilon."""
-    column = next((c for e, c in _probe_epsilons(probes, PROBE_CIFAR) if e == epsilon), None)
-    if column is None:
-        return _absent("ag", f"{PROBE_CIFAR} has no run at epsilon {epsilon_label(epsilon)} in this configuration")
-    groups = {"better": probes.group(PROBE_CIFAR, PROBE_ROW, column), "worse": ours.group(LINEAR_PROBING, epsilon)}
-    measured = (
-        f"epsilon {epsilon_label(epsilon)}: probe of the embedding layer ({PROBE_CIFAR}) {_fmt(groups['better'])} vs "
-        f"{LINEAR_PROBING} {_fmt(groups['worse'])} (different recipes: Tab. 22's against Phase II's)"
-    )
-    return _claim("ag", groups, measured)
-
-
-def _probe_matches_cold_claim(ours: _Series, probes: StudyGroups) -> Claim:
-    """Claim w: the probe at epsilon 0.1 matches DP-SGD from scratch (our cold start) at
-    epsilon 1: equivalence within the catalogue's margin."""
-    column = next((c for e, c in _probe_epsilons(probes, PROBE_CIFAR) if e == 0.1), None)
-    cold = ours.group(COLD_ROW, 1.0)
-    if column is None or not cold.values:
-        return _absent("w", f"no probe at epsilon 0.1 ({PROBE_CIFAR}) or no cold start at epsilon 1 here")
-    groups = {"better": probes.group(PROBE_CIFAR, PROBE_ROW, column), "worse": cold}
-    measured = f"probe at epsilon 0.1 {_fmt(groups['better'])} vs {COLD_ROW} at epsilon 1 {_fmt(cold)}"
-    return CATALOGUE.equivalent("w", groups, measured)
 
 
 STABLE_SHARES = (0.1, 0.4)  # Fig. 6: "stable across a wide range of value [0.1, 0.4]"
 
 
-def _stable_split_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
+def _stable_split_claim(ours: ClaimRuns, plan: DPRandPPlan) -> Claim:
     """Claim an: the warm sweep of Figure 6 at the two shares of the budget in Phase II furthest
     apart within [0.1, 0.4]: equivalence within the catalogue's margin."""
     epsilon, _ = plan.sweep("figure6")
@@ -410,26 +325,10 @@ def _stable_split_claim(ours: _Series, plan: DPRandPPlan) -> Claim:
         "worse": ours.of_runs(shares[few][1], f"{few} Phase II steps (share {low:.2f})"),
     }
     measured = (
-        f"epsilon {epsilon_label(epsilon)}, warm: share {high:.2f} {_fmt(groups['better'])} vs "
-        f"share {low:.2f} {_fmt(groups['worse'])}"
+        f"epsilon {epsilon_label(epsilon)}, warm: share {high:.2f} {fmt_group(groups['better'])} vs "
+        f"share {low:.2f} {fmt_group(groups['worse'])}"
     )
     return CATALOGUE.equivalent("an", groups, measured)
-
-
-def _noiseless_probe_claim(ours: _Series, probes: StudyGroups) -> Claim:
-    """Claim y: w/o Phase II at epsilon 2 beats the probe without noise."""
-    if 2.0 not in ours.runs.get(WARM_NO_PHASE2, {}):
-        return _absent(
-            "y",
-            "not run in this configuration: the private runs have no epsilon 2 "
-            "(dprandp.private.tasks.CIFAR-10.schedule)",
-        )
-    noiseless = probes.group(PROBE_CIFAR, PROBE_ROW, NON_PRIVATE)
-    if not noiseless.values:
-        return _absent("y", f"{PROBE_CIFAR} has no noiseless run in this configuration")
-    groups = {"better": ours.group(WARM_NO_PHASE2, 2.0), "worse": noiseless}
-    measured = f"{WARM_NO_PHASE2} at epsilon 2 {_fmt(groups['better'])} vs the probe without noise {_fmt(noiseless)}"
-    return _claim("y", groups, measured)
 
 
 LIVE_COLUMN = "on the live weights (EMA sensitivity)"
