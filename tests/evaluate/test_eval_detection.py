@@ -170,3 +170,39 @@ def test_a_patch_size_the_pyramid_cannot_split_is_refused():
     mae = MaskedAutoencoder(MAESettings("pico", image_size=36, patch_size=6))
     with pytest.raises(DpvipInputError, match="patch size"):
         build_vitdet(mae, classes=3, image_size=36, channels=16)
+
+
+def test_a_perfect_detector_reads_100_points_in_table4(coco):
+    """AP is in points from coco_scores on, and nothing converts it again: the ground truth
+    fed back as predictions reads 100 in Table 4, not 10,000 (it did, AP x 100 twice)."""
+    from pathlib import Path
+
+    from dpvip.evaluate.coco_instances import coco_scores
+    from dpvip.plan.vip_rows import Row
+    from dpvip.report.paper_values import load_paper_values
+    from dpvip.report.vip_tables import ours_by_backbone, vip_table
+
+    root, _, val_json = coco
+    data = CocoInstances(val_json, root)
+    truth = data.coco.loadAnns(data.coco.getAnnIds(iscrowd=False))
+    predictions = [
+        {
+            "image_id": a["image_id"],
+            "category_id": a["category_id"],
+            "bbox": a["bbox"],
+            "segmentation": data.coco.annToRLE(a),
+            "score": 1.0,
+        }
+        for a in truth
+    ]
+    scores = coco_scores(data, predictions, len(truth))
+    assert scores["ap_box"] == pytest.approx(100.0) and scores["ap_mask"] == pytest.approx(100.0)
+    result = {  # the job's result (dpvip.evaluate.jobs), as Table 4 reads it
+        "evaluation": {"task": "coco", "backbone": "vip_micro", "dataset": None},
+        "columns": {"COCO AP box": scores["ap_box"], "COCO AP mask": scores["ap_mask"]},
+    }
+    values = load_paper_values(Path(__file__).resolve().parents[2] / "config" / "paper_values")
+    row = Row("ViP-micro", {c: ("vip_micro", c) for c in ("COCO AP box", "COCO AP mask")}, "vip_micro")
+    table = vip_table("vip_table4", values, [row], ours_by_backbone([result])).set_index("model")
+    assert table.at["ViP-micro", "COCO AP box (ours)"] == pytest.approx(100.0)
+    assert table.at["ViP-micro", "COCO AP mask (ours)"] == pytest.approx(100.0)

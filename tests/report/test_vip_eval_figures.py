@@ -26,7 +26,7 @@ def result(task: str, backbone: str, columns: dict, data: dict, dataset: str | N
 
 RESULTS = [
     result("linear_probe", "vip_micro", {"ImageNet-1K": 95.0}, DIGITS, "ImageNet-1K"),
-    result("coco", "vip_micro", {"COCO AP box": 0.28, "COCO AP mask": 0.22}, SHAPES),
+    result("coco", "vip_micro", {"COCO AP box": 28.0, "COCO AP mask": 22.0}, SHAPES),
     result("few_shot", "vip_micro", {"CIFAR-100 10-shot": 22.0}, DIGITS, "CIFAR-100"),
 ]
 LINES = {

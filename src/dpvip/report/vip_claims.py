@@ -48,7 +48,6 @@ NOT_HERE = {
     "ac": "no non-private (sigma 0) DP-MAE run in this configuration (Table 7's MAE row)",
     "aj": "no epsilon = inf (sigma 0) run in this configuration (dp_pretrain.ablations.epsilon)",
 }
-COCO_SCALE = 100.0  # our COCO AP is a fraction; the paper's (and the claims') are points
 # the ablations whose extremes Table 10 and Table 8 compare: (claim, ablation, setting, main's value)
 ABLATION_CLAIMS = (("h", "dataset_size", "examples", math.inf), ("i", "batch_size", "batch_size", None))
 ABLATION_CLAIMS += (("j", "epsilon", "epsilon", 8.0),)
@@ -91,8 +90,6 @@ class _Runs:
         """A COCO AP or ADE20K mIoU (points): one value per run, not a binomial accuracy."""
         result = self.results.get(Evaluation(task, backbone).path)
         value = None if result is None else result["columns"].get(column)
-        if value is not None and task == "coco":
-            value *= COCO_SCALE
         return Group.of([value] if value is not None else [])
 
     def dp_finetune(self, backbone: str) -> Group:

@@ -19,7 +19,7 @@ from matplotlib.ticker import NullFormatter
 
 from dpvip.report.chance import Chance
 from dpvip.report.paper_values import paper_table
-from dpvip.report.vip_readings import chance, in_paper_units
+from dpvip.report.vip_readings import chance
 
 FIGURE1_PROBE_ROWS = ("TAN", "AlexNet", "SimCLR")  # Table 1 rows beside ViP-Large (Table 9)
 FIGURE1_COCO_ROWS = ("SimCLR", "Mask R-CNN")  # Table 4 rows beside ViP-Base
@@ -116,7 +116,7 @@ def figure1(
 
 def _ours_of(results: list[dict], backbone: str, task: str) -> dict[str, float]:
     return {
-        column: in_paper_units(column, value)  # COCO AP in points, as the paper prints it
+        column: value  # COCO AP in points, as the paper prints it
         for r in results
         if r["evaluation"]["backbone"] == backbone and r["evaluation"]["task"] == task
         for column, value in r["columns"].items()

@@ -10,13 +10,9 @@ import pandas as pd
 
 from dpvip.report.chance import Chance, classes_of, flag_notes
 
-AP_COLUMNS = ("COCO AP box", "COCO AP mask")  # pycocotools gives AP in [0, 1]; the papers print points
-
-
-def in_paper_units(column: str, value: float) -> float:
-    """COCO AP as the paper prints it (points, 0-100); other columns are already %."""
-    return value * 100 if column in AP_COLUMNS and value is not None else value
-
+# COCO AP in points (0-100), as the papers print it: the evaluation stores it so
+# (`dpvip.evaluate.coco_instances.coco_scores`, detectron2's metrics), and nothing converts it again
+AP_COLUMNS = ("COCO AP box", "COCO AP mask")
 
 def chance(result: dict) -> Chance | None:
     """The chance level of a classification result, from the data it ran on."""
@@ -51,7 +47,7 @@ def reading_notes(results: list[dict], columns: list[str]) -> list[str]:
     """Units, chance levels, random-init baselines and degenerate results of one table."""
     notes = []
     if any(c in AP_COLUMNS for c in columns):
-        notes.append("Units: COCO AP in points (0-100) as the paper prints it (ours: pycocotools' AP x 100).")
+        notes.append("Units: COCO AP in points (0-100) as the paper prints it.")
     if "ADE20K mIoU" in columns:
         notes.append("Units: ADE20K mIoU in %.")
     if "# pre-train samples" in columns:

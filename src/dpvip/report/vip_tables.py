@@ -14,7 +14,6 @@ import pandas as pd
 
 from dpvip.report.paper_values import paper_table
 from dpvip.selection import selection_note
-from dpvip.report.vip_readings import in_paper_units
 from dpvip.plan.vip_rows import Row
 from dpvip.plan.vip_runs import DPRun
 
@@ -46,11 +45,11 @@ def sample_count(millions: float) -> str:
 
 
 def ours_by_backbone(results: list[dict]) -> dict[str, dict[str, float]]:
-    """{backbone: {column: value}} merged over the evaluation results, in the paper's units."""
+    """{backbone: {column: value}} merged over the evaluation results (their units are the
+    paper's: accuracy in %, COCO AP and mIoU in points)."""
     merged: dict[str, dict[str, float]] = {}
     for result in results:
-        columns = {column: in_paper_units(column, value) for column, value in result["columns"].items()}
-        merged.setdefault(result["evaluation"]["backbone"], {}).update(columns)
+        merged.setdefault(result["evaluation"]["backbone"], {}).update(result["columns"])
     return merged
 
 
