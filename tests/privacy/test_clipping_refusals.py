@@ -169,3 +169,13 @@ def test_a_timm_vit_with_frozen_tokens_and_torchs_layer_norm_is_clipped_exactly(
     torch.testing.assert_close(got_norms.double(), norms, rtol=1e-5, atol=0)
     for got, reference in zip(summer.sums, want):
         torch.testing.assert_close(got.double(), reference, rtol=1e-4, atol=1e-6)
+
+
+def test_a_mean_reduced_loss_and_a_tensor_are_refused_saying_what_to_pass():
+    """The PyTorch habit (a mean loss) and a tensor in place of the forward pass: one line
+    each, naming the fix, instead of an IndexError or 'Tensor is not callable'."""
+    layer, x, y = nn.Linear(4, 3), torch.randn(5, 4), torch.arange(5) % 3
+    message = refusal(layer, lambda: F.cross_entropy(layer(x), y))
+    assert "one value per example" in message and "reduction='none'" in message
+    message = refusal(layer, F.cross_entropy(layer(x), y, reduction="none"))
+    assert "a callable that runs the forward pass" in message and "not a Tensor" in message

@@ -345,15 +345,21 @@ def test_steps_charge_the_ledger_and_equal_the_reference_then_refuse_past_the_bu
     assert dp_step.ledger.steps_done == 2
 
 
+def zero_losses(layer: nn.Linear, examples: int):
+    """A micro-batch of `examples` whose losses (and so gradients) are 0: the step adds noise alone."""
+    return lambda: layer(torch.ones(examples, layer.in_features)).sum(1) * 0.0
+
+
 def test_the_noise_has_the_ledgers_std_over_q_n():
-    """No example, so the gradient is the noise alone: N(0, (sigma C / (q n))^2) per coordinate."""
+    """Examples whose losses are 0, so the gradient is the noise alone: N(0, (sigma C / (q n))^2)
+    per coordinate."""
     ledger = PrivacyLedger("rdp", 0.2, 3.0, 0.3, 1e-5, 10.0, 5)
     layer = nn.Linear(100, 100)
     dp_step = DPStep(
         ClippedGradientSum(layer, 0.3), torch.optim.SGD(layer.parameters(), lr=1.0), ledger, 50, RunRandomness.seeded(3)
     )
     before = layer.weight.detach().clone()
-    dp_step(0, [])
+    dp_step(0, [zero_losses(layer, len(dp_step.batch(0)))])
     update = (before - layer.weight.detach()).flatten()  # lr 1: minus the gradient
     std = 3.0 * 0.3 / (0.2 * 50)
     assert abs(float(update.std()) / std - 1) < 0.03 and abs(float(update.mean())) < 4 * std / 100
@@ -404,7 +410,7 @@ def test_without_a_ledger_the_rate_and_steps_are_needed():
 
 def test_a_delta_of_at_least_one_over_n_is_refused_unless_allowed():
     ledger = PrivacyLedger("rdp", 0.2, 3.0, 0.3, 0.02, 10.0, 5)  # delta * n = 0.02 * 50 = 1
-    with pytest.raises(DpvipInputError, match=r"delta 0.02 is at least 1/n .* n = 50 .*privacy.allow_large_delta"):
+    with pytest.raises(DpvipInputError, match=r"delta 0.02 is at least 1/n .* n = 50 .*DPStep\(..., allow_large_delta=True\)"):
         tiny_step(ledger)
     _, dp_step = tiny_step(ledger, allow_large_delta=True)
     record = dp_step.ledger.record()
@@ -439,7 +445,7 @@ def test_the_noise_comes_from_the_runs_key(tmp_path):
         dp_step = DPStep(
             ClippedGradientSum(layer, 0.3), torch.optim.SGD(layer.parameters(), lr=1.0), ledger, 50, randomness
         )
-        dp_step(0, [])
+        dp_step(0, [zero_losses(layer, 50)])
         return layer.weight.detach().clone()
 
     first, second = RunRandomness.secret(tmp_path / "a"), RunRandomness.secret(tmp_path / "b")
@@ -484,3 +490,24 @@ def test_a_state_without_a_ledger_or_of_another_mechanism_is_refused():
         dp_step.load_state_dict(other, 0, "state.pt")
     with pytest.raises(DpvipInputError, match="counts 0 steps, its state 1"):
         dp_step.load_state_dict(dp_step.state_dict(), 1, "state.pt")
+
+
+def test_micro_batches_that_are_not_the_steps_poisson_batch_are_refused():
+    """A user's own shuffled DataLoader gives batches the accounting never assumed: the
+    step refuses them before the model changes (3 examples where step 0 drew about 10)."""
+    ledger = PrivacyLedger.calibrate("rdp", 0.2, 2, 2.0, 1e-5, 0.3)
+    model, dp_step = tiny_step(ledger)
+    drawn = dp_step.batch(0)
+    assert len(drawn) != 3
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(DpvipInputError, match=rf"hold 3 examples, .* holds {len(drawn)}: feed .*dp_step.batch\(step\)"):
+        dp_step(0, micro_batches(model, list(range(3))))
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert dp_step.ledger.steps_done == 1  # the step stays charged: its batch was drawn
+
+
+def test_a_micro_batch_split_of_the_steps_batch_is_accepted():
+    ledger = PrivacyLedger.calibrate("rdp", 0.2, 2, 2.0, 1e-5, 0.3)
+    model, dp_step = tiny_step(ledger)
+    report = dp_step(0, micro_batches(model, dp_step.batch(0), size=3))
+    assert report.examples == len(dp_step.batch(0))

@@ -71,7 +71,8 @@ def refuse_large_delta(delta: float, examples: int, allowed: bool) -> None:
         raise DpvipInputError(
             f"delta {delta:g} is at least 1/n for this run's n = {examples} examples (delta * n = "
             f"{delta * examples:.3g}): a guarantee that weak allows publishing an example outright; "
-            "lower delta, or set privacy.allow_large_delta: true to run it anyway (it stays flagged)"
+            "lower delta, or allow it to run anyway, flagged (DPStep(..., allow_large_delta=True); "
+            "in the workflow, privacy.allow_large_delta: true)"
         )
 
 

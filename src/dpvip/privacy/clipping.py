@@ -317,12 +317,24 @@ class ClippedGradientSum:
         """Run `per_example_losses()` (a forward pass returning one loss per example), add the
         clipped gradients of its examples to the sums; returns (losses, unclipped norms).
         With `views=K` the losses are K rows per example and the norms one per example."""
+        if not callable(per_example_losses):
+            raise DpvipInputError(
+                f"a micro-batch is a callable that runs the forward pass and returns one loss per example "
+                f"(lambda: F.cross_entropy(model(x), y, reduction='none')), not a {type(per_example_losses).__name__}: "
+                "the clipper watches the forward pass it runs"
+            )
         self._calls.clear()
         self._recording = True
         try:
             losses = per_example_losses()
         finally:
             self._recording = False
+        if not isinstance(losses, torch.Tensor) or losses.dim() == 0:
+            shape = "a single value" if isinstance(losses, torch.Tensor) else f"a {type(losses).__name__}"
+            raise DpvipInputError(
+                f"losses must have one value per example (a tensor of shape (examples,)), not {shape}: "
+                "use reduction='none' (a mean-reduced loss mixes the examples before they can be clipped)"
+            )
         try:
             self._check_unseen_uses(losses)
             norms = self._backward(losses)

@@ -56,7 +56,21 @@ class PrivacyLedger:
     def calibrate(
         cls, accountant: str, sample_rate: float, steps: int, target_epsilon: float, delta: float, clip_norm: float
     ) -> PrivacyLedger:
-        """The ledger of a new run: sigma from the accountant, before any step."""
+        """The ledger of a new run, before any step: the smallest noise multiplier sigma with
+        which `steps` steps stay within (`target_epsilon`, `delta`)-DP.
+
+        - `accountant`: "rdp" (opacus' RDP), "prv" (opacus' PRV) or "pld" (dp-accounting's
+          PLD; `ACCOUNTANTS`), which calibrates sigma and later reports `epsilon_spent()`;
+        - `sample_rate`: q, each example's probability of being in a step's Poisson batch
+          (expected batch / n; 1.0 for full-batch steps);
+        - `steps`: the planned steps T; a step past them raises `BudgetExceeded`;
+        - `target_epsilon`, `delta`: the budget; delta should be below 1/n (`DPStep` refuses
+          delta >= 1/n unless `allow_large_delta=True`);
+        - `clip_norm`: C, each example's gradient norm bound, which the `ClippedGradientSum`
+          given to `DPStep` must use (the noise is N(0, (sigma C)^2)).
+
+        Calibrations are kept in a disk memo (`dpvip.memo`), so the same question is answered
+        once per machine."""
         calibration = accounting.noise_multiplier(sample_rate, steps, target_epsilon, delta, accountant)
         return cls(accountant, sample_rate, calibration.noise_multiplier, clip_norm, delta, target_epsilon, steps)
 

@@ -121,6 +121,7 @@ class DPStep:
                 losses, norms = clipper.add(losses_of)
             loss_sum += losses.sum().double() / clipper.views
             clipped += (norms > clipper.clip_norm).sum()
+        self._check_batch(step, clipper.examples)
         stream = noise_stream(self.randomness, step, device)
         # In place: the clipper's sums are reset before they are used again.
         privatize_(
@@ -130,6 +131,18 @@ class DPStep:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return StepReport(float(loss_sum), clipper.examples, int(clipped))
+
+    def _check_batch(self, step: int, given: int) -> None:
+        """Refuse micro-batches that are not this rank's Poisson batch of `step`: the
+        accounting assumes it (a shuffled DataLoader's fixed batches would make its epsilon
+        wrong). Checked before the noisy gradient reaches the model; the step stays charged."""
+        drawn = len(self.batch(step))
+        if given != drawn:
+            raise DpvipInputError(
+                f"step {step}: the micro-batches hold {given} examples, but this rank's Poisson batch for the step "
+                f"holds {drawn}: feed the examples of dp_step.batch(step) (or a DataLoader with "
+                "batch_sampler=IndexBatches(dp_step.sampler)), which the privacy accounting assumes"
+            )
 
     # --- checkpoints ------------------------------------------------------------------------
     def state_dict(self, optimizer: bool = True) -> dict:
