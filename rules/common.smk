@@ -40,10 +40,14 @@ config.update(_complete)
 # A dry run succeeds without the data (a login node may not mount it), but names each
 # configured data path that is missing, so a typo shows now rather than in the job.
 from snakemake.logging import logger
-from dpvip.plan.data_paths import missing_data_paths
+from dpvip.plan.data_paths import check_labelled_sets, missing_data_paths
 
 for _missing in missing_data_paths(config):
     logger.warning(f"warning: {_missing}")
+try:
+    check_labelled_sets(config)
+except DpvipInputError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
 
 
 def working_directory(wildcards):

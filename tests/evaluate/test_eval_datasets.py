@@ -14,7 +14,7 @@ from PIL import Image
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD
 from dpvip.data.shard_index import index_shards
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.datasets import LabelledImages, digits, image_folder, labelled_shards
+from dpvip.evaluate.datasets import LabelledImages, digits, image_folder, labelled_shards, labelled_split
 
 MEAN = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
 STD = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
@@ -149,6 +149,37 @@ def test_an_empty_image_folder_is_refused(tmp_path, classes):
         (tmp_path / name).mkdir()
     with pytest.raises(DpvipInputError, match="holds no labelled images"):
         image_folder(tmp_path, 16)
+
+
+def class_tree(root: Path, classes: list[str]) -> str:
+    for i, name in enumerate(classes):
+        (root / name).mkdir(parents=True)
+        solid((20 * i, 0, 0)).save(root / name / f"{name}.png")
+    return str(root)
+
+
+def test_a_test_folder_missing_a_class_keeps_the_training_labels_and_says_so(tmp_path):
+    """Labels by class name: with 'chelsea' absent from test/, 'coffee' stays label 2 (by
+    its own folders it would be 1, and every later class would shift: 20% at chance 25%)."""
+    spec = {
+        "source": "image_folder",
+        "train": class_tree(tmp_path / "train", ["astronaut", "chelsea", "coffee", "rocket"]),
+        "test": class_tree(tmp_path / "test", ["astronaut", "coffee", "rocket"]),
+    }
+    train, test, facts = labelled_split("mine", spec, 8)
+    assert train.labels.tolist() == [0, 1, 2, 3] and test.labels.tolist() == [0, 2, 3]
+    assert test.classes == train.classes == 4
+    assert facts == {"train": 4, "test": 3, "classes": 4, "classes_tested": 3, "classes_missing_from_test": ["chelsea"]}
+
+
+def test_a_test_folder_with_a_class_the_training_split_lacks_is_refused(tmp_path):
+    spec = {
+        "source": "image_folder",
+        "train": class_tree(tmp_path / "train", ["astronaut", "coffee"]),
+        "test": class_tree(tmp_path / "test", ["astronaut", "coffee", "rocket"]),
+    }
+    with pytest.raises(DpvipInputError, match=r"image folder .*test has class folder\(s\) rocket that the training split lacks"):
+        labelled_split("mine", spec, 8)
 
 
 # --- webdataset shards ---------------------------------------------------------------------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import merged_config
 
-from dpvip.plan.data_paths import configured_data_paths, missing_data_paths
+from dpvip.errors import DpvipInputError
+from dpvip.plan.data_paths import check_labelled_sets, configured_data_paths, missing_data_paths
 
 
 def test_the_embedded_default_reads_no_user_data():
@@ -71,3 +73,29 @@ def test_every_data_key_is_named_when_its_path_is_missing(tmp_path):
     for path in ("in/train.json", "in/test.json", "simclr.pt"):
         (tmp_path / path).write_text("")
     assert missing_data_paths(config, tmp_path) == []
+
+
+def test_the_shipped_configs_name_every_split_their_sets_need():
+    check_labelled_sets(merged_config("config.yaml"))
+    check_labelled_sets(merged_config("config.yaml", "paper.yaml"))  # its folders are not here: not read
+
+
+@pytest.mark.parametrize("section", ["evaluate", "dp_transfer"])
+def test_a_folder_set_without_its_test_split_is_refused_naming_the_key(section):
+    config = merged_config("config.yaml")
+    config[section]["datasets"]["mine"] = {"source": "image_folder", "train": "images/train"}
+    with pytest.raises(DpvipInputError, match=rf"config key '{section}.datasets.mine.test' is missing: source image_folder needs train, test"):
+        check_labelled_sets(config)
+
+
+def test_a_test_folder_with_a_class_the_train_folder_lacks_is_refused_naming_both(tmp_path):
+    for split, classes in (("train", ["astronaut", "coffee"]), ("test", ["astronaut", "coffee", "rocket"])):
+        for name in classes:
+            (tmp_path / split / name).mkdir(parents=True)
+    config = merged_config("config.yaml")
+    config["dp_transfer"]["datasets"]["mine"] = {"source": "image_folder", "train": "train", "test": "test"}
+    with pytest.raises(DpvipInputError, match=r"dp_transfer.datasets.mine: the test folder test has class folder\(s\) rocket that the train folder train lacks"):
+        check_labelled_sets(config, tmp_path)
+    (tmp_path / "test" / "rocket").rmdir()
+    (tmp_path / "test" / "coffee").rmdir()  # a test split lacking a class is allowed
+    check_labelled_sets(config, tmp_path)

@@ -61,3 +61,16 @@ def test_a_random_init_baseline_says_it_is_not_the_model_of_its_row():
     labelled = label_random_baselines(frame, [resnet])
     assert list(labelled["our run"]) == ["cnn_resnet50 (random init: not SimCLR)", "vip_micro"]
     assert any("cnn_resnet50 is a resnet50 from random initialisation" in n for n in reading_notes([resnet], []))
+
+
+def test_chance_is_over_the_classes_tested_and_the_note_names_the_missing_one():
+    from dpvip.report.chance import chance_note
+    from dpvip.report.vip_readings import chance
+
+    data = {"train": 4, "test": 3, "classes": 4, "classes_tested": 3, "classes_missing_from_test": ["chelsea"]}
+    probe = result("linear_probe", "vip_micro", {"mine": 50.0}, "mine", data=data)
+    level = chance(probe)
+    assert level.classes == 3 and abs(level.level - 100 / 3) < 1e-9
+    assert "its test split lacks class(es) chelsea of the training split, so chance is over the 3 classes tested" in (
+        chance_note(level)
+    )

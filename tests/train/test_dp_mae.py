@@ -25,6 +25,7 @@ from dpvip.train.metrics import read_metrics
 from pretrain_data import (  # noqa: F401  (fixtures)
     SIZE,
     assert_identical,
+    corrupt_index,
     crash_on_call,
     max_difference,
     one_thread,
@@ -157,12 +158,16 @@ def test_resuming_with_another_mechanism_is_refused(shaders_index, tmp_path, mon
 
 def test_a_step_past_the_budget_is_refused(shaders_index, tmp_path):
     training = DPMAETraining(dp_settings(steps=2), shaders_index, tmp_path / "run", progress=False)
-    images, noise = torch.randn(4, 3, 32, 32), training.model.mask_noise(4)
+
+    def drawn() -> tuple[torch.Tensor, torch.Tensor]:  # as many images as the step's Poisson batch
+        count = len(training.dp_step.batch(training.step))
+        return torch.randn(count, 3, 32, 32), training.model.mask_noise(count)
+
     for _ in range(2):
-        training.train_step(images, noise)
+        training.train_step(*drawn())
         training.step += 1  # as the loop counts them
     with pytest.raises(BudgetExceeded, match="would exceed the privacy budget"):
-        training.train_step(images, noise)
+        training.train_step(*drawn())
     assert training.ledger.steps_done == 2
 
 
@@ -207,3 +212,16 @@ def test_two_gloo_processes_train_what_one_does(dp_run, shaders_index, reference
     batches = lambda run: [r["batch_size"] for r in read_metrics(run / "metrics.jsonl")]  # noqa: E731
     assert batches(tmp_path / "run") == batches(dp_run)
     shutil.rmtree(tmp_path / "run")
+
+
+def test_corrupt_samples_in_the_batch_are_skipped_and_counted(corrupt_index, tmp_path):
+    """A corrupt sample drawn into a Poisson batch is skipped and counted; the DP step takes
+    the rest of the batch (it checks the examples it is given against the batch it drew,
+    the unreadable ones included)."""
+    stored = dp_train_mae(
+        dp_settings(steps=6, batch_size=64, randomness="seeded"), corrupt_index, tmp_path / "run", progress=False
+    )
+    assert stored["skipped_samples"] >= 1 and stored["privacy"]["steps_done"] == 6
+    metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert metrics[-1]["skipped"] == stored["skipped_samples"]
+    assert all(r["loss"] == r["loss"] and r["loss"] > 0 for r in metrics)  # finite, not NaN

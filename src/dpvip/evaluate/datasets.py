@@ -137,24 +137,61 @@ def evaluation_transform(image_size: int) -> transforms.Compose:
     )
 
 
+def class_folders(root: str | Path) -> list[str]:
+    """The class folder names of an ImageFolder tree, sorted (torchvision's order)."""
+    return sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+
+
+def _named_class_folder(root: str, class_names: list[str] | None, **options):
+    """torchvision's ImageFolder whose class list can be given (a class folder missing from
+    the tree keeps its label and has no images); torchvision imported where used (~2 s)."""
+    from torchvision.datasets import ImageFolder
+
+    class NamedClassFolder(ImageFolder):
+        def find_classes(self, directory):
+            if class_names is None:
+                return super().find_classes(directory)
+            return list(class_names), {name: i for i, name in enumerate(class_names)}
+
+    return NamedClassFolder(root, **options)
+
+
 class FolderImages:
     """A torchvision ImageFolder tree read on demand (ImageNet, Places, iNat, ... at paper
     scale do not fit in memory): labels up front, images decoded when a subset or a batch
     is asked for. The same interface as LabelledImages: labels, classes, name, len,
     `subset` (in memory) and `batches`."""
 
-    def __init__(self, root: str | Path, image_size: int, name: str | None = None, workers: int = 0):
-        from torchvision.datasets import ImageFolder
-
+    def __init__(
+        self,
+        root: str | Path,
+        image_size: int,
+        name: str | None = None,
+        workers: int = 0,
+        class_names: list[str] | None = None,
+    ):
+        """`class_names`: the label of each class folder, by name (a test split takes its
+        training split's, so a class it lacks shifts no label); None: its own folders'."""
         root = Path(root)
         if not root.is_dir():
             raise DpvipInputError(f"image folder {root} does not exist")
+        if class_names is not None:
+            unknown = sorted(set(class_folders(root)) - set(class_names))
+            if unknown:
+                raise DpvipInputError(
+                    f"image folder {root} has class folder(s) {', '.join(unknown)} that the training split lacks"
+                )
         try:
-            self.folder = ImageFolder(str(root), transform=evaluation_transform(image_size))
+            self.folder = _named_class_folder(
+                str(root), class_names, transform=evaluation_transform(image_size), allow_empty=class_names is not None
+            )
         except FileNotFoundError as err:  # no class folder, or a class folder without images
             raise DpvipInputError(f"image folder {root} holds no labelled images: {first_line(err)}") from None
+        if not self.folder.samples:
+            raise DpvipInputError(f"image folder {root} holds no labelled images")
         self.labels = torch.tensor(self.folder.targets, dtype=torch.long)
-        self.classes, self.name, self.workers = len(self.folder.classes), name or root.name, workers
+        self.class_names = list(self.folder.classes)
+        self.classes, self.name, self.workers = len(self.class_names), name or root.name, workers
         self.image_size = image_size  # every image is centre-cropped to it
 
     def __len__(self) -> int:
@@ -207,8 +244,18 @@ class IndexedImages:
             yield part.images, part.labels
 
 
-def image_folder(root: str | Path, image_size: int, name: str | None = None, workers: int = 0) -> FolderImages:
-    return FolderImages(root, image_size, name, workers)
+def image_folder(
+    root: str | Path, image_size: int, name: str | None = None, workers: int = 0, class_names: list[str] | None = None
+) -> FolderImages:
+    return FolderImages(root, image_size, name, workers, class_names)
+
+
+def folder_split_facts(train: FolderImages, test: FolderImages) -> dict:
+    """Counts, and the classes the test split lacks (chance is then over the classes tested)."""
+    tested = sorted({int(label) for label in test.labels.tolist()})
+    facts = {"train": len(train), "test": len(test), "classes": train.classes, "classes_tested": len(tested)}
+    missing = [name for i, name in enumerate(train.class_names) if i not in set(tested)]
+    return facts | ({"classes_missing_from_test": missing} if missing else {})
 
 
 def labelled_shards(index: str | Path, image_size: int, classes: int, name: str) -> tuple[LabelledImages, int]:
@@ -254,9 +301,10 @@ def labelled_split(name: str, spec: dict, image_size: int, workers: int = 0) -> 
         )
         train, test = split["train"], split["test"]
         return train, test, {"stand_in": photo_crops.STAND_IN, "train": len(train), "test": len(test)}
-    if source == "image_folder":
-        train, test = (image_folder(spec[split], image_size, name, workers) for split in ("train", "test"))
-        return train, test, {"train": len(train), "test": len(test)}
+    if source == "image_folder":  # labels by class name: the training split's folders name the classes
+        train = image_folder(spec["train"], image_size, name, workers)
+        test = image_folder(spec["test"], image_size, name, workers, class_names=train.class_names)
+        return train, test, folder_split_facts(train, test)
     if source == "shards":
         (train, skipped_train), (test, skipped_test) = (
             labelled_shards(spec[split], image_size, spec["classes"], name) for split in ("train", "test")

@@ -8,7 +8,45 @@ Relative paths are relative to the working directory, as the jobs read them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from dpvip.errors import DpvipInputError
+
+# What a labelled set of the user's needs besides its source (evaluate.datasets' format)
+REQUIRED_KEYS = {"image_folder": ("train", "test"), "shards": ("train", "test", "classes")}
+
+
+def _class_folders(root: Path) -> set[str]:
+    return {entry.name for entry in os.scandir(root) if entry.is_dir()}
+
+
+def check_labelled_sets(config: dict, workdir: str | Path = ".") -> None:
+    """Refuse, before any job runs, a labelled set of the user's without a split or key its
+    source needs, and an image folder whose test split has a class folder that its training
+    split lacks (labels are the training split's class names: such a class has none). A test
+    split that lacks some classes is allowed; its tables say so. Folders not there yet are
+    left to `missing_data_paths`' warning."""
+    for prefix in ("evaluate.datasets", "dp_transfer.datasets"):
+        section = config.get(prefix.split(".")[0], {}).get("datasets", {})
+        for name, spec in section.items():
+            source = (spec or {}).get("source")
+            for key in REQUIRED_KEYS.get(source, ()):
+                if spec.get(key) in (None, ""):
+                    raise DpvipInputError(
+                        f"config key '{prefix}.{name}.{key}' is missing: source {source} needs "
+                        f"{', '.join(REQUIRED_KEYS[source])}"
+                    )
+            if source != "image_folder":
+                continue
+            train, test = (Path(workdir) / spec[split] for split in ("train", "test"))
+            if train.is_dir() and test.is_dir():
+                unknown = sorted(_class_folders(test) - _class_folders(train))
+                if unknown:
+                    raise DpvipInputError(
+                        f"{prefix}.{name}: the test folder {spec['test']} has class folder(s) {', '.join(unknown)} "
+                        f"that the train folder {spec['train']} lacks (labels are the train folder's class names)"
+                    )
 
 
 def _labelled_sets(prefix: str, datasets: dict) -> list[tuple[str, str]]:

@@ -96,9 +96,11 @@ class DPStep:
         """This rank's examples at `step` (indices, increasing)."""
         return self.sampler.indices(step)
 
-    def __call__(self, step: int, micro_batches: Iterable[Losses]) -> StepReport:
+    def __call__(self, step: int, micro_batches: Iterable[Losses], unreadable: int = 0) -> StepReport:
         """Step `step` on `micro_batches` (this rank's examples of `batch(step)`, as forward
-        passes returning per-example losses)."""
+        passes returning per-example losses). `unreadable`: examples of the batch that could
+        not be read (corrupt samples, skipped and counted); they add nothing to the sum, as
+        a zero gradient would, which the clipping bound allows."""
         clipper = self.clipper
         if self.ledger is not None:
             if step != self.ledger.steps_done:  # a repeated number would repeat its batch and noise
@@ -121,7 +123,7 @@ class DPStep:
                 losses, norms = clipper.add(losses_of)
             loss_sum += losses.sum().double() / clipper.views
             clipped += (norms > clipper.clip_norm).sum()
-        self._check_batch(step, clipper.examples)
+        self._check_batch(step, clipper.examples + unreadable)
         stream = noise_stream(self.randomness, step, device)
         # In place: the clipper's sums are reset before they are used again.
         privatize_(

@@ -61,6 +61,24 @@ def classes_of(task: str, recorded: int | None = None, stand_in: str | None = No
     return TASK_CLASSES.get(task)
 
 
+def tested_classes(data: dict | None, recorded: int | None) -> int | None:
+    """The classes the test split holds: `classes_tested` where a user's image folder's test
+    split lacks some of the training split's classes (`evaluate.datasets.folder_split_facts`),
+    else the recorded count."""
+    return (data or {}).get("classes_tested") or recorded
+
+
+def with_missing_classes(description: str, data: dict | None) -> str:
+    """`description` of the data, saying which classes its test split lacks, if any."""
+    missing = (data or {}).get("classes_missing_from_test")
+    if not missing:
+        return description
+    return (
+        f"{description}; its test split lacks class(es) {', '.join(missing)} of the training split, "
+        f"so chance is over the {data['classes_tested']} classes tested"
+    )
+
+
 def chance_note(chance: Chance) -> str:
     return f"Chance level: {chance.classes} classes of {chance.data}, so guessing scores {chance.level:.3g}%."
 

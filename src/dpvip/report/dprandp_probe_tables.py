@@ -9,7 +9,15 @@ import math
 import pandas as pd
 
 from dpvip.privacy import gaussian
-from dpvip.report.chance import STAND_IN_OF_SOURCE, Chance, chance_note, classes_of, flag_notes
+from dpvip.report.chance import (
+    STAND_IN_OF_SOURCE,
+    Chance,
+    chance_note,
+    classes_of,
+    flag_notes,
+    tested_classes,
+    with_missing_classes,
+)
 from dpvip.report.paper_values import paper_table
 from dpvip.report.transfer_cells import Cell, feature_note, study_cells
 
@@ -102,11 +110,12 @@ def probe_chance(table: str, results: dict, dataset: str, section: dict) -> Chan
     task = PAPER_TASK[table]
     caches = list(results.get("features", {}).values())
     stand_in = STAND_IN_OF_SOURCE.get((section["datasets"].get(dataset) or {}).get("source", dataset))
-    classes = classes_of(task, caches[0].get("classes") if caches else None, stand_in)
+    cache = caches[0] if caches else {}
+    classes = classes_of(task, tested_classes(cache.get("data"), cache.get("classes")), stand_in)
     if not classes:
         return None
     what = f"{stand_in} (standing in for {task})" if stand_in else task
-    return Chance(classes, caches[0].get("test") if caches else None, what)
+    return Chance(classes, cache.get("test"), with_missing_classes(what, cache.get("data")))
 
 
 def probe_table(

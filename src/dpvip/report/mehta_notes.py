@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from dpvip.report.chance import STAND_IN_OF_SOURCE, Chance, chance_note, classes_of, flag_notes
+from dpvip.report.chance import (
+    STAND_IN_OF_SOURCE,
+    Chance,
+    chance_note,
+    classes_of,
+    flag_notes,
+    tested_classes,
+    with_missing_classes,
+)
 from dpvip.report.transfer_cells import Cell, feature_parts
 
 
@@ -21,9 +29,10 @@ def study_chances(results: dict, section: dict, paper_datasets: dict[str, str]) 
         stand_in = STAND_IN_OF_SOURCE.get(source)
         tasks = [paper for paper, ours in paper_datasets.items() if ours == dataset]
         data = f"{stand_in} (standing in for {', '.join(tasks)})" if stand_in and tasks else stand_in or dataset
-        classes = classes_of(tasks[0] if tasks else dataset, cache.get("classes"), stand_in)
+        facts = cache.get("data")
+        classes = classes_of(tasks[0] if tasks else dataset, tested_classes(facts, cache.get("classes")), stand_in)
         if classes:
-            chances[dataset] = Chance(classes, cache.get("test"), data)
+            chances[dataset] = Chance(classes, cache.get("test"), with_missing_classes(data, facts))
     return chances
 
 

@@ -137,7 +137,7 @@ class DPMAETraining(MAERun):
         return {"privacy": self.ledger.record(), "examples": self.sampler.num_samples} | init
 
     # --- the DP step ------------------------------------------------------------------------
-    def train_step(self, images: torch.Tensor, noise: torch.Tensor) -> tuple[float, int]:
+    def train_step(self, images: torch.Tensor, noise: torch.Tensor, unreadable: int = 0) -> tuple[float, int]:
         device, micro = self.dist.device, self.settings.micro_batch
 
         def micro_batches():
@@ -146,7 +146,7 @@ class DPMAETraining(MAERun):
                     x, n = x.to(device, non_blocking=True), n.to(device, non_blocking=True)
                     yield lambda: self.model(x, n).loss.float()
 
-        report = self.dp_step(self.step, micro_batches())
+        report = self.dp_step(self.step, micro_batches(), unreadable)
         totals = torch.tensor([report.loss_sum, report.examples, report.clipped], dtype=torch.float64, device=device)
         self.dist.sum_tensor(totals)  # for the logs: loss sum, examples and clipped over ranks
         loss_sum, count, clipped = totals.tolist()

@@ -60,7 +60,7 @@ class MAEPretraining(MAERun):
     def final_record(self) -> dict:
         return {"epochs": self.settings.epochs}
 
-    def train_step(self, images: torch.Tensor, noise: torch.Tensor) -> tuple[float, int]:
+    def train_step(self, images: torch.Tensor, noise: torch.Tensor, unreadable: int = 0) -> tuple[float, int]:
         """One update on this rank's share; returns (summed loss over the global batch, its size)."""
         global_count = self.dist.sum(images.shape[0])
         self.optimizer.zero_grad(set_to_none=True)

@@ -52,8 +52,9 @@ class MAERun(abc.ABC):
 
     # --- what subclasses add --------------------------------------------------------------
     @abc.abstractmethod
-    def train_step(self, images: torch.Tensor, noise: torch.Tensor) -> tuple[float, int]:
-        """One update from this rank's examples; returns (loss summed over the global batch, its size)."""
+    def train_step(self, images: torch.Tensor, noise: torch.Tensor, unreadable: int = 0) -> tuple[float, int]:
+        """One update from this rank's examples (`unreadable`: those of its batch that were
+        skipped as corrupt); returns (loss summed over the global batch, its size)."""
 
     def extra_state(self) -> dict:
         return {}
@@ -150,7 +151,7 @@ class MAERun(abc.ABC):
                 if images.numel() == 0:
                     images, noise = self.empty_batch()
                 self.scheduler.step_update(self.step)
-                loss_sum, count = self.train_step(images, noise)
+                loss_sum, count = self.train_step(images, noise, len(corrupt))
                 self.step += 1
                 self.skipped += int(self.dist.sum(len(corrupt)))
                 self.images_seen += count
