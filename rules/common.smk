@@ -16,7 +16,8 @@ import dpvip
 if Path(dpvip.__file__).resolve().parent != (Path(SRC) / "dpvip").resolve():
     raise WorkflowError(
         f"this Snakefile comes with the dpvip library in {SRC}, but dpvip was already imported "
-        f"from {Path(dpvip.__file__).parent}: run it in a fresh Snakemake process"
+        f"from {Path(dpvip.__file__).parent}: import dpvip after the module block (or from {SRC}), "
+        "so that one copy plans and runs"
     )
 
 from dpvip.logs import run_jobs_with_library
@@ -41,6 +42,7 @@ config.update(_complete)
 # configured data path that is missing, so a typo shows now rather than in the job.
 from snakemake.logging import logger
 from dpvip.plan.data_paths import check_labelled_sets, missing_data_paths
+from dpvip.plan.data_digest import spec_digests
 
 for _missing in missing_data_paths(config):
     logger.warning(f"warning: {_missing}")
@@ -272,6 +274,16 @@ try:
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 EVALUATIONS = {e.path: e for needs in EVAL_NEEDS.values() for e in needs}
+
+
+def evaluation_data_digest(wildcards):
+    """The contents of the user's data the evaluation reads (its labelled set, or COCO's or
+    ADE20K's root): a change inside a folder reruns it, not only a new path."""
+    evaluation = EVALUATIONS[wildcards.evaluation]
+    if evaluation.task in ("coco", "ade20k"):
+        task = EVAL[evaluation.task]
+        return spec_digests(task if task.get("source") == evaluation.task else {})
+    return spec_digests(EVAL["datasets"].get(evaluation.dataset))
 
 
 COCO_STANDIN = f"{RESULTS}/data/coco_standin"

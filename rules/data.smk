@@ -70,6 +70,7 @@ if LAION["source"] == "img2dataset":
         threads: LAION["processes"]
         params:
             url_list=LAION["url_list"],  # the user's data: relative to the working directory
+            data_digest=spec_digests({"path": LAION["url_list"]}),
             settings={
                 "image_size": LAION["resolution"],
                 "resize_mode": LAION["resize_mode"],
@@ -103,6 +104,7 @@ else:
             source=LAION["source"],
             natural=LAION_NATURAL_VALUES,
             shards=LAION["shards"],  # the user's data: relative to the working directory
+            data_digest=spec_digests(LAION),
             checksums=LAION["checksums"],
             threads=LAION["threads"],
         script:

@@ -32,6 +32,10 @@ rule transfer_features:
             FEATURE_SETS[wildcards.feature_set].dataset
         ],
         section=TRANSFER_CONFIG["features"],
+        # the user's images: a change inside the folder rebuilds the cache, not only a new path
+        data_digest=lambda wildcards: spec_digests(
+            TRANSFER_CONFIG["datasets"][FEATURE_SETS[wildcards.feature_set].dataset]
+        ),
     script:
         "../workflow_scripts/transfer_features.py"
 

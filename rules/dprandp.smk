@@ -55,5 +55,8 @@ rule dprandp_private:
         data=lambda wildcards: RANDP["private"]["tasks"][
             RANDP_RUNS[wildcards.randp_run].task
         ]["data"],
+        data_digest=lambda wildcards: spec_digests(
+            RANDP["private"]["tasks"][RANDP_RUNS[wildcards.randp_run].task]["data"]
+        ),
     script:
         "../workflow_scripts/dprandp_private.py"

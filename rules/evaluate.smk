@@ -58,5 +58,6 @@ rule evaluate:
         ),
         processes=evaluation_processes,  # per node
         nodes=evaluation_nodes,
+        data_digest=evaluation_data_digest,
     script:
         "../workflow_scripts/evaluate.py"

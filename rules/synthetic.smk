@@ -20,6 +20,9 @@ rule synthetic_shard:
     threads: config["synthetic"]["threads"]
     params:
         spec=lambda wildcards: config["synthetic"]["datasets"][wildcards.dataset],
+        data_digest=lambda wildcards: spec_digests(
+            config["synthetic"]["datasets"][wildcards.dataset]
+        ),
     script:
         "../workflow_scripts/synthetic_shard.py"
 

@@ -77,16 +77,17 @@ def yaml_reason(err: yaml.YAMLError) -> str:
     return f"{context + ', ' if context else ''}{problem}{where}"
 
 
-def read_config_file(path: str | Path) -> dict:
-    """A YAML config file as a mapping, or one line saying why it is not one."""
+def read_config_file(path: str | Path, what: str = "config file", keys: str = "config keys") -> dict:
+    """A YAML file of `keys` (a config file, a settings file) as a mapping, or one line
+    saying why it is not one."""
     from dpvip.files import read_text
 
     try:
-        values = yaml.safe_load(read_text(path, "config file")) or {}
+        values = yaml.safe_load(read_text(path, what)) or {}
     except yaml.YAMLError as err:
-        raise DpvipInputError(f"config file {path} is not YAML: {yaml_reason(err)}") from None
+        raise DpvipInputError(f"{what} {path} is not YAML: {yaml_reason(err)}") from None
     if not isinstance(values, dict):
-        raise DpvipInputError(f"config file {path} holds a {type(values).__name__}, not a mapping of config keys")
+        raise DpvipInputError(f"{what} {path} holds a {type(values).__name__}, not a mapping of {keys}")
     return values
 
 

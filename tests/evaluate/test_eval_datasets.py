@@ -178,7 +178,9 @@ def test_a_test_folder_with_a_class_the_training_split_lacks_is_refused(tmp_path
         "train": class_tree(tmp_path / "train", ["astronaut", "coffee"]),
         "test": class_tree(tmp_path / "test", ["astronaut", "coffee", "rocket"]),
     }
-    with pytest.raises(DpvipInputError, match=r"image folder .*test has class folder\(s\) rocket that the training split lacks"):
+    with pytest.raises(
+        DpvipInputError, match=r"image folder .*test has class folder\(s\) rocket that the training split lacks"
+    ):
         labelled_split("mine", spec, 8)
 
 

@@ -84,7 +84,10 @@ def test_the_shipped_configs_name_every_split_their_sets_need():
 def test_a_folder_set_without_its_test_split_is_refused_naming_the_key(section):
     config = merged_config("config.yaml")
     config[section]["datasets"]["mine"] = {"source": "image_folder", "train": "images/train"}
-    with pytest.raises(DpvipInputError, match=rf"config key '{section}.datasets.mine.test' is missing: source image_folder needs train, test"):
+    with pytest.raises(
+        DpvipInputError,
+        match=rf"config key '{section}.datasets.mine.test' is missing: source image_folder needs train, test",
+    ):
         check_labelled_sets(config)
 
 
@@ -94,7 +97,10 @@ def test_a_test_folder_with_a_class_the_train_folder_lacks_is_refused_naming_bot
             (tmp_path / split / name).mkdir(parents=True)
     config = merged_config("config.yaml")
     config["dp_transfer"]["datasets"]["mine"] = {"source": "image_folder", "train": "train", "test": "test"}
-    with pytest.raises(DpvipInputError, match=r"dp_transfer.datasets.mine: the test folder test has class folder\(s\) rocket that the train folder train lacks"):
+    with pytest.raises(
+        DpvipInputError,
+        match=r"dp_transfer.datasets.mine: the test folder test has class folder\(s\) rocket that the train folder train lacks",
+    ):
         check_labelled_sets(config, tmp_path)
     (tmp_path / "test" / "rocket").rmdir()
     (tmp_path / "test" / "coffee").rmdir()  # a test split lacking a class is allowed

@@ -410,7 +410,9 @@ def test_without_a_ledger_the_rate_and_steps_are_needed():
 
 def test_a_delta_of_at_least_one_over_n_is_refused_unless_allowed():
     ledger = PrivacyLedger("rdp", 0.2, 3.0, 0.3, 0.02, 10.0, 5)  # delta * n = 0.02 * 50 = 1
-    with pytest.raises(DpvipInputError, match=r"delta 0.02 is at least 1/n .* n = 50 .*DPStep\(..., allow_large_delta=True\)"):
+    with pytest.raises(
+        DpvipInputError, match=r"delta 0.02 is at least 1/n .* n = 50 .*DPStep\(..., allow_large_delta=True\)"
+    ):
         tiny_step(ledger)
     _, dp_step = tiny_step(ledger, allow_large_delta=True)
     record = dp_step.ledger.record()

@@ -51,6 +51,16 @@ def test_an_unknown_settings_key_is_named(tmp_path, capsys):
     assert len(lines) == 1 and lines[0].startswith("dpvip: error: setting 'learning_rate' is not known (known: ")
 
 
+def test_a_list_shaped_settings_file_is_named(tmp_path, capsys):
+    """A YAML list (`- epochs: 1`) said 'setting '1' is not known'."""
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("- epochs: 1\n- batch_size: 8\n")
+    assert main(pretrain(settings, tmp_path / "index.json", tmp_path / "run")) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"dpvip: error: settings file {settings} holds a list, not a mapping of settings (key: value)"
+    ]
+
+
 def test_a_missing_data_index_is_named(tmp_path, capsys):
     settings = settings_file(tmp_path)
     assert main(pretrain(settings, tmp_path / "missing" / "index.json", tmp_path / "run")) == 2

@@ -103,3 +103,11 @@ def test_natural_shards_then_indexing_them_where_they_lie(tmp_path):
     original = ShardReader.from_index(index)
     assert all(path.is_absolute() for path in reader.paths)
     assert len(reader) == 512 and all(reader[i] == original[i] for i in range(0, 512, 7))
+
+    # Nothing to do again, until a shard in the user's folder is rewritten in place (same
+    # name, same path in the config): its content digest reruns the index (it used not to).
+    again = run_snakemake(elsewhere, "-n", INDEX, "--configfile", config)
+    assert again.returncode == 0 and job_counts(again.output) == {}, again.output
+    shard.write_bytes(shard.read_bytes())  # rewritten: a new modification time
+    again = run_snakemake(elsewhere, "-n", INDEX, "--configfile", config)
+    assert again.returncode == 0 and job_counts(again.output) == {"laion_index": 1}, again.output

@@ -18,6 +18,7 @@ from test_workflow import job_counts
 
 pytestmark = pytest.mark.workflow
 OUTER = ROOT / "tests" / "workflow" / "outer" / "Snakefile"
+BUNDLE = "results/bundle/MANIFEST.sha256"  # everything dpvip makes (its rule all is excluded)
 
 
 def run_outer(workdir: Path, *args: str, configfiles: list[str] = ()) -> subprocess.CompletedProcess:
@@ -58,16 +59,24 @@ def test_an_outer_workflow_builds_dpvip_tables_for_real(tmp_path):
     assert not (tmp_path / "config").exists()
 
 
+def test_an_outer_workflows_own_rule_all_stays_its_default_target(tmp_path):
+    """With `exclude all`, a plain `snakemake` of the outer workflow plans its own target
+    and the dpvip jobs it reads, not dpvip's whole DAG (about 200 jobs)."""
+    done = run_outer(tmp_path, "-n")
+    assert done.returncode == 0, done.output
+    assert job_counts(done.output) == {"all": 1, "coverage_rows": 1, "dpvip_table_coverage": 1}
+
+
 def test_an_outer_workflow_plans_the_paper_dag_with_a_site_overlay(tmp_path):
     site = tmp_path / "site.yaml"
     site.write_text("data:\n  laion:\n    shards: /site/laion/shards\nevaluate:\n  coco:\n    root: /site/coco\n")
     configfiles = [ROOT / "config/paper.yaml", site]
-    done = run_outer(tmp_path, "-n", "dpvip_all", configfiles=configfiles)
+    done = run_outer(tmp_path, "-n", BUNDLE, configfiles=configfiles)
     assert done.returncode == 0, done.output
     # the site's paths reached dpvip's config (and the dry run names them, missing here)
     assert "config key 'data.laion.shards': /site/laion/shards does not exist" in done.output
     assert "config key 'evaluate.coco.root': /site/coco does not exist" in done.output
-    alone = run_snakemake(tmp_path / "alone", "-n", "--configfile", *map(str, configfiles))
+    alone = run_snakemake(tmp_path / "alone", "-n", BUNDLE, "--configfile", *map(str, configfiles))
     assert alone.returncode == 0, alone.output
     # the same jobs as dpvip run on its own with --configfile paper.yaml site.yaml
     module_jobs = {rule.removeprefix("dpvip_"): count for rule, count in job_counts(done.output).items()}
@@ -94,5 +103,6 @@ def test_an_outer_workflow_that_imported_another_dpvip_is_stopped_naming_both(tm
     assert done.returncode != 0
     assert (
         f"this Snakefile comes with the dpvip library in {ROOT / 'src'}, but dpvip was already imported "
-        f"from {other / 'dpvip'}: run it in a fresh Snakemake process"
+        f"from {other / 'dpvip'}: import dpvip after the module block (or from {ROOT / 'src'}), "
+        "so that one copy plans and runs"
     ) in done.stdout + done.stderr

@@ -20,14 +20,11 @@ def evaluation_settings(evaluation, section: dict) -> dict:
 
 def read_evaluation_settings(path: str | Path):
     """(Evaluation, section) from a settings file written from `evaluation_settings`."""
-    import yaml
+    from dpvip.config import read_config_file
 
     from dpvip.plan.vip_evaluations import Evaluation
 
-    path = Path(path)
-    if not path.is_file():
-        raise DpvipInputError(f"settings file {path} does not exist")
-    values = yaml.safe_load(path.read_text()) or {}
+    values = read_config_file(path, "settings file", "settings (evaluation, section)")
     missing = [key for key in ("evaluation", "section") if not isinstance(values.get(key), dict)]
     if missing:
         raise DpvipInputError(f"settings file {path} has no '{missing[0]}' mapping")

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from dpvip.cli._common import command_group, positive_int, relaunched
-from dpvip.errors import DpvipInputError
 from dpvip.plan.pretrain import WORKFLOW_KEYS
 
 
 def _read_settings(path: str, settings_class, size: str):
-    import yaml
+    from dpvip.config import read_config_file
 
-    path = Path(path)
-    if not path.is_file():
-        raise DpvipInputError(f"settings file {path} does not exist")
-    return settings_class.from_config(yaml.safe_load(path.read_text()) or {}, size)
+    return settings_class.from_config(read_config_file(path, "settings file", "settings (key: value)"), size)
 
 
 def _train(args: argparse.Namespace, command: list[str], check_split, train) -> int:

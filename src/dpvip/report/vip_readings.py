@@ -14,6 +14,7 @@ from dpvip.report.chance import Chance, classes_of, flag_notes, tested_classes, 
 # (`dpvip.evaluate.coco_instances.coco_scores`, detectron2's metrics), and nothing converts it again
 AP_COLUMNS = ("COCO AP box", "COCO AP mask")
 
+
 def chance(result: dict) -> Chance | None:
     """The chance level of a classification result, from the data it ran on."""
     data, dataset = result.get("data", {}), result["evaluation"].get("dataset") or ""
