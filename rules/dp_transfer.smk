@@ -56,7 +56,8 @@ rule transfer_study:
         gpu=TRANSFER_CONFIG["gpus"],
         runtime=TRANSFER_CONFIG["runtime_minutes"]["study"],
     params:
-        runs=lambda wildcards: TRANSFER_PLAN.runs(wildcards.study),
+        # a digest, not the runs (their repr made Snakemake's params-change line ~55 KB)
+        runs_digest=lambda wildcards: TRANSFER_PLAN.runs_digest(wildcards.study),
         caches=lambda wildcards: study_caches(wildcards.study),
         selection=lambda wildcards: TRANSFER_PLAN.selection_record(wildcards.study),
     script:

@@ -3,13 +3,14 @@
 import torch
 
 from dpvip.logs import workflow_job
-from dpvip.transfer.jobs import run_study
+from dpvip.transfer.jobs import run_study, study_runs
 
 with workflow_job(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
+    study = snakemake.wildcards.study
     run_study(
-        snakemake.wildcards.study,
-        snakemake.params.runs,
+        study,
+        study_runs(snakemake.config, study, snakemake.params.runs_digest),
         snakemake.params.caches,
         snakemake.output[0],
         selection=snakemake.params.selection,

@@ -99,7 +99,7 @@ def test_a_test_folder_with_a_class_the_train_folder_lacks_is_refused_naming_bot
     config["dp_transfer"]["datasets"]["mine"] = {"source": "image_folder", "train": "train", "test": "test"}
     with pytest.raises(
         DpvipInputError,
-        match=r"dp_transfer.datasets.mine: the test folder test has class folder\(s\) rocket that the train folder train lacks",
+        match=r"datasets.mine: the test folder test has class folder\(s\) rocket that the train folder train lacks",
     ):
         check_labelled_sets(config, tmp_path)
     (tmp_path / "test" / "rocket").rmdir()

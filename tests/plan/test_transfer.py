@@ -158,3 +158,19 @@ def test_planned_sizes_count_the_examples_left_after_the_validation_cut():
     TransferPlan(section)
     with pytest.raises(DpvipInputError, match="delta"):
         TransferPlan(with_selection(section, mode="test"))
+
+
+def test_a_study_job_gets_a_digest_of_its_runs_and_rebuilds_them_from_the_config():
+    """The runs' repr (tens of KB) made Snakemake's "params have changed" line unreadable: the
+    param is their SHA-256, and the job rebuilds the runs and checks them against it."""
+
+    from dpvip.transfer.jobs import study_runs
+
+    config = merged_config("config.yaml")
+    plan = TransferPlan(config["dp_transfer"], config["privacy"])
+    digest = plan.runs_digest("mehta_table5")
+    assert len(digest) == 64 and len(repr(plan.runs("mehta_table5"))) > 10_000
+    assert study_runs(config, "mehta_table5", digest) == plan.runs("mehta_table5")
+    assert plan.runs_digest("mehta_table4") != digest
+    with pytest.raises(DpvipInputError, match="not those its job was planned with"):
+        study_runs(config, "mehta_table5", plan.runs_digest("mehta_table4"))

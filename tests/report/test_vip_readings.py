@@ -5,7 +5,6 @@ chance) flagged, and nothing flagged on a result that learned something."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from dpvip.report.vip_readings import label_random_baselines, reading_notes
 from dpvip.report.vip_tables import ours_by_backbone

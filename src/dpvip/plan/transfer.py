@@ -27,6 +27,8 @@ can move other examples across the cut.
 
 from __future__ import annotations
 
+import hashlib
+
 from dpvip.errors import DpvipInputError
 from dpvip.plan.examples import check_planned_run, examples_source, planned_examples
 from dpvip.plan.mehta_studies import MehtaStudies
@@ -211,6 +213,12 @@ class TransferPlan(MehtaStudies):
             return self._mehta(study.removeprefix("mehta_")) if self.mehta else []
         task = study.removeprefix("dprandp_probe_")
         return self._probe(task) if task in self.probe else []
+
+    def runs_digest(self, study: str) -> str:
+        """SHA-256 of `study`'s runs: its job's param, so a change to any run reruns it while
+        Snakemake's "params have changed" line stays short (the runs' repr is ~55 KB); the
+        job rebuilds the runs from the config and checks them against it."""
+        return hashlib.sha256(repr(self.runs(study)).encode()).hexdigest()
 
     def _probe(self, task: str) -> list[Run]:
         """DP-RandP's private linear probing: full batch, zero init, no bias, T steps."""

@@ -195,6 +195,18 @@ def state_path(work: Path, run: Run) -> Path:
     return work / f"{run.kind}_{hashlib.sha256(run.key.encode()).hexdigest()[:16]}.pt"
 
 
+def study_runs(config: dict, study: str, digest: str) -> list[Run]:
+    """`study`'s runs, rebuilt from the workflow's `config` as the plan built them; refused
+    if they are not the ones the job was planned with (`digest`, TransferPlan.runs_digest)."""
+    from dpvip.errors import DpvipInputError
+    from dpvip.plan.transfer import TransferPlan
+
+    plan = TransferPlan(config["dp_transfer"], config["privacy"])
+    if plan.runs_digest(study) != digest:
+        raise DpvipInputError(f"study {study}: the runs rebuilt from the config are not those its job was planned with")
+    return plan.runs(study)
+
+
 def run_study(
     study: str,
     runs: list[Run],
