@@ -99,13 +99,13 @@ ALL_JOBS = COMMON_JOBS | {
     # inception; the WRN's third-to-last layer, inception and centre
     "transfer_features": 3 + 3 + 1 + 2,
 }
-# Shaders21k 1.05M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
+# Shaders21k 1.3M / 5000, StyleGAN-Oriented 105k and 1.3M / 5000, dead leaves 105k / 5000
 # ... (Syn)-ViP for the five sizes of ViP Table 3, LAION-233M indexed where it lies, and
 # ViP's DP runs: 5 sizes from (Syn)-ViP and 5 from random initialisation, 2 dataset sizes,
 # 2 batch sizes, 3 decoder depths, 2 mask ratios, each run 3 times (dp_pretrain.repeats: the
 # claims' groups)
 PAPER_JOBS = COMMON_JOBS | {
-    "synthetic_shard": 210 + 21 + 260 + 21,
+    "synthetic_shard": 260 + 21 + 260 + 21,
     "synthetic_index": 4,
     "syn_vip": 5 + 1,  # and Base for 20 epochs (Figure 3b)
     "syn_vip_reconstructions": 5,

@@ -384,7 +384,7 @@ def _transfer_study(job: WorkflowJob, facts: Facts) -> JobBudget:
     study = job.wildcards["study"]
     job_type = "mehta_heads" if study.startswith("mehta_") else "dprandp_probe"
     specs = facts.names["TRANSFER_CONFIG"].get("datasets", {})
-    runs = job.params["runs"]
+    runs = facts.names["TRANSFER_PLAN"].runs(study)  # the job takes their digest (runs_digest)
     try:
         counted = [_head_run(run, facts, specs) for run in runs]
     except DpvipInputError as err:

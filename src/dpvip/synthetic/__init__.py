@@ -54,7 +54,8 @@ class PaperDataset:
 
 
 PAPER_DATASETS = {
-    "shaders": PaperDataset("Shaders21k (21k GLSL programs)", "ViP", 1_050_000, 256),
+    # ViP A.2: 1,300,000 images (its Sec. 4.1 says 1.05 million; A.2 describes the training)
+    "shaders": PaperDataset("Shaders21k (21k GLSL programs)", "ViP", 1_300_000, 256),
     "stylegan_oriented": PaperDataset("StyleGAN-Oriented", "DP-RandP", 105_000, 128),
     "dead_leaves": PaperDataset("Dead leaves (mixed shapes)", "DP-RandP Table 10", 105_000, 128),
 }
