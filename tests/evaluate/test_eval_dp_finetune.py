@@ -136,3 +136,17 @@ def test_bad_settings_are_refused_by_name(change, field, digits8):
     train, test = digits8
     with pytest.raises(DpvipInputError, match=field):
         dp_finetune(pico(), train.subset(range(100)), test.subset(range(10)), replace(SMALL, **change), progress=False)
+
+
+def test_the_noise_stream_follows_the_training_data_not_only_its_size(digits8):
+    """Two training sets of the same size and settings under one seed (or one key) draw
+    different batches: the stream is keyed by the data's digest (a mutation that dropped it,
+    `"data": ""`, passed every other test)."""
+    first, second = digits8[0].subset(range(300)), digits8[0].subset(range(300, 600))
+    assert len(first) == len(second) and first.digest() != second.digest()
+    seeded = replace(SMALL, randomness="seeded")
+    a, b = (run_randomness(seeded, data, None) for data in (first, second))
+    assert a.identity() != b.identity()
+    assert run_randomness(seeded, first, None).identity() == a.identity()  # the same data: the same stream
+    draws = [PoissonBatches(300, 0.2, 1, randomness).indices(0).tolist() for randomness in (a, b)]
+    assert draws[0] != draws[1]

@@ -146,3 +146,22 @@ def test_the_key_never_shows_in_its_text(tmp_path):
     secret = key_path(tmp_path).read_bytes()
     shown = repr(key) + str(key) + repr(key.record())
     assert secret.hex() not in shown and "secret" in shown
+
+
+def test_the_default_key_store_lies_outside_the_published_results():
+    """Publishing results/ must never publish a key: the library's default store and the
+    workflow's default privacy.key_dir are the same folder, outside results/ (a mutation that
+    moved it to results/keys passed every other test, since keys are deleted when runs end)."""
+    from pathlib import Path
+
+    import yaml
+
+    from dpvip.privacy.randomness import DEFAULT_KEY_DIR
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "schema.yaml").read_text())
+    workflow_default = schema["properties"]["privacy"]["properties"]["key_dir"]["default"]
+    assert workflow_default == DEFAULT_KEY_DIR
+    workflow = (Path(__file__).resolve().parents[2] / "rules" / "common.smk").read_text()
+    results = workflow.split('RESULTS = "', 1)[1].split('"', 1)[0]
+    assert results == "results" and not Path(DEFAULT_KEY_DIR).is_absolute()
+    assert Path(DEFAULT_KEY_DIR).parts[0] != results and ".." not in Path(DEFAULT_KEY_DIR).parts
