@@ -60,7 +60,10 @@ def share_key(source_work: Path, target_work: Path) -> None:
 
     from dpvip.privacy.randomness import key_path
 
+    from dpvip.privacy.randomness import key_store
+
     key_path(target_work).parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(key_store(), 0o700)  # a store must have mode 0700 (mkdir's parents get the default mode)
     shutil.copy2(key_path(source_work), key_path(target_work))
 
 
@@ -212,11 +215,15 @@ def copy_secret_keys(source: Path, target: Path) -> int:
     of secret runs needs). Returns how many keys were copied."""
     import shutil
 
+    from dpvip.privacy.randomness import DEFAULT_KEY_DIR
+
     keys = secret_keys(source)
     for key in keys:
         destination = target / key.relative_to(source)
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(key, destination)
+    if keys:  # a store must have mode 0700 (mkdir's parents get the default mode)
+        os.chmod(target / DEFAULT_KEY_DIR, 0o700)
     return len(keys)
 
 

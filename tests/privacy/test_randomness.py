@@ -8,12 +8,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import stat
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dpvip.errors import DpvipInputError
-from dpvip.privacy.randomness import KEY_BYTES, NOT_PRIVATE, RunRandomness, key_path, release_key
+from dpvip.privacy.randomness import KEY_BYTES, NOT_PRIVATE, RunRandomness, key_path, key_store, release_key
 
 
 def test_the_secret_key_is_made_once_with_mode_0600_in_the_key_store_and_read_back(tmp_path, key_store):
@@ -62,9 +63,16 @@ def test_other_ranks_only_read_the_key_and_fail_clearly_without_it(tmp_path):
     assert RunRandomness.secret(tmp_path / "work", create=False).seed("noise", 0) == made.seed("noise", 0)
 
 
-def _planted(tmp_path, mode: int) -> None:
-    path = key_path(tmp_path / "work")
+def _key_folder(work) -> Path:
+    """The folder of `work`'s key, made as a user might (default modes), the store 0700."""
+    path = key_path(work)
     path.parent.mkdir(parents=True, exist_ok=True)
+    key_store().chmod(0o700)
+    return path
+
+
+def _planted(tmp_path, mode: int) -> None:
+    path = _key_folder(tmp_path / "work")
     path.write_bytes(os.urandom(KEY_BYTES))
     path.chmod(mode)
 
@@ -79,8 +87,7 @@ def test_a_symlinked_key_is_refused_not_followed(tmp_path):
     target = tmp_path / "elsewhere.key"
     target.write_bytes(os.urandom(KEY_BYTES))
     target.chmod(0o600)
-    path = key_path(tmp_path / "work")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = _key_folder(tmp_path / "work")
     path.symlink_to(target)
     with pytest.raises(DpvipInputError, match="must not be a symlink"):
         RunRandomness.secret(tmp_path / "work")
@@ -165,3 +172,27 @@ def test_the_default_key_store_lies_outside_the_published_results():
     results = workflow.split('RESULTS = "', 1)[1].split('"', 1)[0]
     assert results == "results" and not Path(DEFAULT_KEY_DIR).is_absolute()
     assert Path(DEFAULT_KEY_DIR).parts[0] != results and ".." not in Path(DEFAULT_KEY_DIR).parts
+
+
+def test_a_symlinked_folder_inside_the_store_is_refused_not_followed(tmp_path):
+    """A sub-folder of the store that links elsewhere (a 0755 folder outside it) would put the
+    key where others read it: refused when the key would be made, and when read."""
+    RunRandomness.secret(tmp_path / "first")  # the store exists, mode 0700
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    link = key_path(tmp_path / "sub" / "work").parent
+    link.symlink_to(outside)
+    with pytest.raises(DpvipInputError, match=r"in the key store must be a folder of this user, not a symlink"):
+        RunRandomness.secret(tmp_path / "sub" / "work")
+    assert not any(outside.iterdir())  # no key written through the link
+
+
+def test_a_store_whose_mode_was_opened_is_refused_when_a_key_is_read(tmp_path):
+    RunRandomness.secret(tmp_path / "work")
+    store = key_store()
+    store.chmod(0o755)
+    try:
+        with pytest.raises(DpvipInputError, match=r"key store .* has mode 755, not 700: others may read its keys"):
+            RunRandomness.secret(tmp_path / "work")  # the key exists: only read
+    finally:
+        store.chmod(0o700)

@@ -91,7 +91,7 @@ def steps_seen(monkeypatch) -> list[Seen]:
     seen: list[Seen] = []
     real_call = DPStep.__call__
 
-    def recording_call(self, step, micro_batches):
+    def recording_call(self, step, micro_batches, unreadable=0):
         params = self.clipper.params
         record = Seen(
             copy.deepcopy(self.clipper.model),
@@ -108,7 +108,7 @@ def steps_seen(monkeypatch) -> list[Seen]:
 
         self.optimizer.step = step_and_record
         try:
-            report = real_call(self, step, micro_batches)
+            report = real_call(self, step, micro_batches, unreadable)
         finally:
             del self.optimizer.step
         record.after = [p.detach().clone() for p in params]

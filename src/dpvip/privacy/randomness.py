@@ -210,22 +210,45 @@ def release_key(work_dir: str | Path | None) -> None:
         key_path(work_dir).unlink(missing_ok=True)
 
 
-def _open_store(folder: Path) -> None:
-    """Make the key store (mode 0700) and `folder` in it; refuse a store that is a symlink or
-    another user's."""
+def _open_store(folder: Path, create: bool) -> None:
+    """Check the key store and every folder from it down to `folder` (making the missing ones
+    with mode 0700 when `create`), on every open: the store must be a folder of this user with
+    mode 0700, and nothing below it a symlink or another user's (a symlinked sub-folder would
+    put keys where others can read them)."""
     store = key_store()
-    store.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = os.lstat(store)
+    if create:
+        store.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_folder(store, store, "key store")
+    mode = stat.S_IMODE(os.lstat(store).st_mode)
+    if mode != 0o700:
+        raise DpvipInputError(
+            f"key store {store} has mode {mode:o}, not 700: others may read its keys "
+            f"(chmod 700 {store}; privacy.key_dir)"
+        )
+    current = store
+    for part in folder.relative_to(store).parts:
+        current = current / part
+        if create and not os.path.lexists(current):
+            current.mkdir(mode=0o700)
+        _check_folder(current, store, "folder")
+
+
+def _check_folder(folder: Path, store: Path, what: str) -> None:
+    """Refuse `folder` unless it is a folder of this user and not a symlink."""
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        raise DpvipInputError(f"{what} {folder} does not exist: no key was made there (key store {store})") from None
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise DpvipInputError(f"key store {store} must be a folder of this user, not a symlink (privacy.key_dir)")
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        os.chmod(store, 0o700)
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        raise DpvipInputError(
+            f"{what} {folder} in the key store must be a folder of this user, not a symlink (key store {store}, "
+            "privacy.key_dir)"
+        )
 
 
 def _make_key(path: Path) -> bool:
     """Write a fresh key at `path`; False when another start made it first."""
-    _open_store(path.parent)
+    _open_store(path.parent, create=True)
     # Written whole under another name, then linked into place: a reader never sees a partial
     # key, and of two first starts racing, one key wins and both use it.
     fresh = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
@@ -245,7 +268,9 @@ def _make_key(path: Path) -> bool:
 
 
 def _read_key(path: Path) -> bytes:
-    """The key at `path`, refused unless a regular file (not a symlink) of this user, mode 0600."""
+    """The key at `path`, refused unless a regular file (not a symlink) of this user, mode 0600,
+    in a key store that passes `_open_store`."""
+    _open_store(path.parent, create=False)
     try:
         handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as err:
