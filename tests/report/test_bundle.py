@@ -77,7 +77,7 @@ def test_verify_passes_then_names_changed_and_missing(bundle):
     result = verify_bundle(bundle)
     assert not result.ok
     assert result.changed == ["tables/vip_table3.csv"] and result.missing == ["figures/vip_figure3a.png"]
-    assert result.unlisted == ["extra.txt"]
+    assert result.unlisted == ["extra.txt"]  # refused: it could be a file whose line was deleted
 
 
 def test_cli_verify_exit_codes(bundle):
@@ -158,3 +158,36 @@ def test_a_delta_of_at_least_one_over_n_is_flagged(tmp_path):
 def test_cli_verify_missing_directory(tmp_path):
     done = run_dpvip("bundle", "verify", str(tmp_path / "nope"))
     assert done.returncode == 2 and "does not exist" in done.stderr
+
+
+def _unlist(bundle, name: str) -> None:
+    """Delete `name`'s line from the manifest (the attack: hide a changed file)."""
+    lines = (bundle / MANIFEST).read_text().splitlines()
+    (bundle / MANIFEST).write_text("".join(f"{line}\n" for line in lines if not line.endswith(f"  {name}")))
+
+
+@pytest.mark.parametrize("name", ["tables/vip_table3.csv", "PRIVACY.md"])
+def test_a_changed_file_whose_manifest_line_was_deleted_fails(bundle, name):
+    (bundle / name).write_text("rewritten\n")
+    _unlist(bundle, name)
+    result = verify_bundle(bundle)
+    assert not result.ok and result.unlisted == [name] and not result.changed
+    refused = run_dpvip("bundle", "verify", str(bundle))
+    assert refused.returncode == 1 and f"not in manifest: {name}" in refused.stdout
+
+
+def test_a_seeded_bundle_without_its_note_is_still_refused(tmp_path):
+    """The note removed (and its manifest line, so the hashes agree): the statement's fields and
+    its mechanisms' recorded randomness still say seeded."""
+    bundle = make_bundle(tmp_path, randomness="seeded")
+    statement = json.loads((bundle / "privacy.json").read_text())
+    del statement["note"]
+    (bundle / "privacy.json").write_text(json.dumps(statement))
+    write_manifest(bundle)
+    result = verify_bundle(bundle)
+    assert not result.ok and "mechanisms with randomness seeded" in result.not_private
+    assert verify_bundle(bundle, allow_not_private=True).ok
+    statement |= {"randomness": "secret", "private": True}  # the fields rewritten too: the mechanisms remain
+    (bundle / "privacy.json").write_text(json.dumps(statement))
+    write_manifest(bundle)
+    assert verify_bundle(bundle).not_private == "mechanisms with randomness seeded"

@@ -23,7 +23,7 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
     for name in result.changed:
         print(f"changed: {name}")
     for name in result.unlisted:
-        print(f"not in manifest (ignored): {name}")
+        print(f"not in manifest: {name}")
     for name in result.unstated:
         print(f"published without a privacy status (not in privacy.json): {name}")
     if result.not_private:

@@ -73,21 +73,23 @@ def build_bundle(
 class Verification:
     missing: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
-    unlisted: list[str] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)  # in the bundle, not in the manifest: refused
     unstated: list[str] = field(default_factory=list)  # published without a privacy status
-    not_private: str | None = None  # the statement's note when the runs were seeded
+    not_private: str | None = None  # why the bundle's DP runs are not private (seeded), if they are not
     allow_not_private: bool = False  # a seeded bundle passes only when asked (tests, reproductions)
     crate: bool = False  # ro-crate-metadata.json is in the manifest (bundles before it have none)
 
     @property
     def ok(self) -> bool:
         refused = bool(self.not_private) and not self.allow_not_private
-        return not (self.missing or self.changed or self.unstated or refused)
+        return not (self.missing or self.changed or self.unlisted or self.unstated or refused)
 
 
 def verify_bundle(bundle: str | Path, allow_not_private: bool = False) -> Verification:
-    """Compare every file listed in the manifest with its hash; list files it does not name.
-    A bundle of seeded (not private) runs fails unless `allow_not_private`."""
+    """Compare every file listed in the manifest with its hash; a file it does not name fails
+    the bundle (a deleted manifest line would otherwise hide a changed file). A bundle of
+    seeded (not private) runs fails unless `allow_not_private`: seeded is read from every
+    mechanism's recorded randomness and the statement's fields, not from its note alone."""
     bundle = Path(bundle)
     manifest = bundle / MANIFEST
     result = Verification(allow_not_private=allow_not_private)
@@ -115,5 +117,24 @@ def verify_bundle(bundle: str | Path, allow_not_private: bool = False) -> Verifi
         return result
     statement = read_json(statement_file, "privacy statement")
     result.unstated = sorted(present - stated_files(statement) - {MANIFEST, *STATEMENT_FILES})
-    result.not_private = statement.get("note")
+    result.not_private = not_private(statement)
     return result
+
+
+def not_private(statement: dict) -> str | None:
+    """Why a privacy statement's runs are not private, or None: a mechanism whose randomness
+    is not `secret`, a statement whose `randomness` or `private` field says so, or its note."""
+    modes = {
+        mechanism.get("randomness")
+        for output in statement.get("outputs", [])
+        for mechanism in output.get("mechanisms", [])
+    }
+    reasons = []
+    if modes - {"secret"}:
+        reasons.append(f"mechanisms with randomness {', '.join(sorted(str(m) for m in modes - {'secret'}))}")
+    # `private` is false also where no DP run is behind the bundle: then there is nothing to keep
+    if statement.get("randomness") != "secret" or (modes and statement.get("private") is not True):
+        reasons.append(f"randomness {statement.get('randomness')!r}, private {statement.get('private')!r}")
+    if statement.get("note"):
+        reasons.append(str(statement["note"]))
+    return "; ".join(reasons) or None
