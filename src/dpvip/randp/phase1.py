@@ -97,7 +97,7 @@ class Phase1Training(MAERun):
         return torch.zeros(0, 2, 3, size, size), torch.zeros(0, 0)
 
     # --- training ------------------------------------------------------------------------
-    def train_step(self, pairs: torch.Tensor, noise: torch.Tensor) -> tuple[float, int]:
+    def train_step(self, pairs: torch.Tensor, noise: torch.Tensor, unreadable: int = 0) -> tuple[float, int]:
         """One update from a batch of view pairs (batch, 2, 3, size, size); `noise` (MAE's
         mask draws) is empty. Returns (loss x batch, batch)."""
         count = pairs.shape[0]
