@@ -26,7 +26,7 @@ export NO_ALBUMENTATIONS_UPDATE := 1
 # installs them when they are missing (elsewhere those tests are skipped, saying why).
 SLURM_PACKAGES := slurm-wlm munge
 
-.PHONY: install run test test-fast check clean slurm
+.PHONY: install run test test-fast check clean slurm detectron2-check
 
 install: $(STAMP)
 
@@ -74,3 +74,15 @@ slurm:
 
 clean:
 	rm -rf results .snakemake
+
+# The detectron2 COCO backend by hand on a CPU (not part of `make test`: detectron2 is not on
+# PyPI): D2_PYTHON is a python with detectron2 built from source, D2_SRC that source checkout.
+D2_DIR ?= /tmp/dpvip-detectron2-check
+detectron2-check: install
+	@test -n "$(D2_PYTHON)" -a -n "$(D2_SRC)" || { echo "make detectron2-check needs D2_PYTHON=<a python with detectron2> D2_SRC=<its source checkout>"; exit 2; }
+	mkdir -p $(D2_DIR)
+	printf 'evaluate:\n  coco:\n    detectron2:\n      python: %s\n      train_script: %s/tools/lazyconfig_train_net.py\n      config_file: %s/projects/ViTDet/configs/COCO/mask_rcnn_vitdet_b_100ep.py\n' \
+		"$(D2_PYTHON)" "$(abspath $(D2_SRC))" "$(abspath $(D2_SRC))" > $(D2_DIR)/paths.yaml
+	$(BIN)/snakemake -s $(CURDIR)/Snakefile -d $(D2_DIR) --cores 2 results/evaluate/coco/syn_vip_micro.json \
+		--configfile $(CURDIR)/examples/detectron2_cpu.yaml $(D2_DIR)/paths.yaml
+	cat $(D2_DIR)/results/evaluate/coco/syn_vip_micro.json

@@ -193,6 +193,15 @@ DP_LAUNCH = launch_resources(DP["nodes"])
 SYN_VIP_LAUNCH = launch_resources(SYN_VIP["nodes"])
 
 
+def evaluation_gpus(wildcards):
+    """GPUs the job asks Slurm for: detectron2's COCO backend starts detectron2.gpus processes
+    itself; every other evaluation takes evaluate.gpus per process."""
+    task = EVALUATIONS[wildcards.evaluation].task
+    if task == "coco" and EVAL["coco"].get("backend") == "detectron2":
+        return EVAL["coco"]["detectron2"]["gpus"]
+    return EVAL["gpus"] * evaluation_processes(wildcards)
+
+
 def evaluation_launch(wildcards, key):
     """Processes per node or nodes of an evaluation job (its task's section; default 1)."""
     return EVAL.get(EVALUATIONS[wildcards.evaluation].task, {}).get(key, 1)
@@ -249,7 +258,7 @@ def dp_figure_inputs(wildcards):
 
 
 # ViP evaluations: exactly the jobs some ViP table or figure cell needs, checked here.
-from dpvip.plan.vip_evaluations import EvaluationPlan, all_evaluations
+from dpvip.plan.vip_evaluations import EvaluationPlan, all_evaluations, check_detectron2
 from dpvip.report.paper_values import load_paper_values, paper_table
 from dpvip.plan.vip_rows import VIP_TABLES, Backbones, table_rows
 from dpvip.plan.vip_runs import ablation_model
@@ -271,6 +280,12 @@ VIP_BACKBONES = Backbones(
 try:
     EVAL_PLAN = EvaluationPlan(EVAL, VIP_BACKBONES, config["privacy"])
     EVAL_NEEDS = all_evaluations(EVAL_PLAN, VIP_COLUMNS)
+    check_detectron2(
+        EVAL,
+        [e for needs in EVAL_NEEDS.values() for e in needs],
+        {f"syn_vip_{m}": SYN_VIP["patch_size"] for m in SYN_VIP["models"]}
+        | {name: DP["settings"]["patch_size"] for name in DP_RUNS},
+    )
 except DpvipInputError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 EVALUATIONS = {e.path: e for needs in EVAL_NEEDS.values() for e in needs}

@@ -43,7 +43,7 @@ rule evaluate:
         ENV
     threads: EVAL["threads"]
     resources:
-        gpu=lambda wildcards: EVAL["gpus"] * evaluation_processes(wildcards),
+        gpu=evaluation_gpus,
         nodes=evaluation_nodes,
         mpi=evaluation_mpi,
         tasks=evaluation_tasks,

@@ -45,6 +45,7 @@ def default_argument_parser():
     parser.add_argument("--num-machines", type=int, default=1)
     parser.add_argument("--machine-rank", type=int, default=0)
     parser.add_argument("--dist-url", default="auto")
+    parser.add_argument("--resume", action="store_true")
     parser.add_argument("opts", nargs=argparse.REMAINDER)
     return parser
 def launch(main, num_gpus, num_machines, machine_rank, dist_url, args):
@@ -60,16 +61,18 @@ from detectron2.data import DatasetCatalog
 def main(args):
     options = dict(opt.split("=", 1) for opt in args.opts)
     out = Path(options["train.output_dir"])
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "model_final.pth").write_bytes(b"weights")
     found = {}
     for name, entry in DatasetCatalog.names.items():
         images = json.loads(Path(entry["json"]).read_text())["images"]
         found[name] = all((Path(entry["image_root"]) / image["file_name"]).is_file() for image in images)
-    seen = {"opts": args.opts, "config_file": args.config_file, "gpus": args.num_gpus,
+    seen = {"opts": args.opts, "config_file": args.config_file, "gpus": args.num_gpus, "resume": args.resume,
             "registered": DatasetCatalog.names, "images_found": found}
     (out.parent / "seen.json").write_text(json.dumps(seen))
     records = [{"iteration": 19, "total_loss": 2.0}, json.loads(os.environ.get("FAKE_METRICS", "{}"))]
-    (out / "metrics.json").write_text("".join(json.dumps(r) + "\\n" for r in records))
+    with (out / "metrics.json").open("a") as handle:  # detectron2 appends
+        handle.write("".join(json.dumps(r) + "\\n" for r in records))
 """
 METRICS = {"iteration": 99, "bbox/AP": 40.5, "bbox/AP50": 61.0, "segm/AP": 36.25, "segm/AP50": 58.0}
 
@@ -158,20 +161,29 @@ def test_the_coco_job_hands_the_stand_in_to_detectron2_not_evaluate_coco_root(tm
 
     passed = {}
 
-    def fake_run(checkpoint, files, standin, options, work):
-        passed.update(files=files, standin=standin)
-        return final_scores(metrics) | {"command": []}
+    def fake_run(checkpoint, files, standin, options, work, score_threshold):
+        passed.update(files=files, standin=standin, score_threshold=score_threshold)
+        return final_scores(metrics) | {"command": [], "train_images": 5, "val_images": 2}
 
     metrics = tmp_path / "metrics.json"
     metrics.write_text(json.dumps({"iteration": 3, "bbox/AP": float("nan"), "segm/AP": float("nan")}) + "\n")
     monkeypatch.setattr(detectron2_run, "run_vitdet", fake_run)
-    section = {"coco": {"source": "standin", "root": "/datasets/coco", "backend": "detectron2", "detectron2": {}}}
+    section = {
+        "coco": {
+            "source": "standin",
+            "root": "/datasets/coco",
+            "backend": "detectron2",
+            "detectron2": {},
+            "score_threshold": 0.05,
+        }
+    }
     evaluation = jobs.Evaluation("coco", "vip_pico")
     result = jobs._coco(
         evaluation, section, "vip.pt", {"out": str(tmp_path / "r.json"), "standin": "sd"}, SimpleNamespace(dist=None)
     )
-    assert passed == {"files": coco_files(section, "sd"), "standin": True}
+    assert passed == {"files": coco_files(section, "sd"), "standin": True, "score_threshold": 0.05}
     assert result["columns"] == {"COCO AP box": None, "COCO AP mask": None}
+    assert (result["data"]["train"], result["data"]["test"]) == (5, 2)  # the table's "? train / ? test" before
     assert "detectron2 reported NaN for bbox/AP, segm/AP" in result["data"]["undefined"]
 
 
@@ -214,3 +226,41 @@ def test_the_launcher_needs_nothing_but_detectron2_and_the_standard_library():
         line.split()[1].split(".")[0] for line in source.splitlines() if line.strip().startswith(("import ", "from "))
     }
     assert imports == {"importlib", "json", "os", "sys", "detectron2"}
+
+
+def test_the_run_scores_both_tasks_resumes_passes_the_threshold_and_counts_the_images(tmp_path, detectron2_env):
+    """The evaluator's tasks are given (left to infer them, it scores bbox only when nothing
+    is detected, and the job failed); `--resume`; evaluate.coco.score_threshold reaches the box
+    predictor; the result has the image counts; the output folder (model_final.pth) is gone."""
+    files = standin_files(tmp_path / "standin")
+    work = tmp_path / "work"
+    scores = run_vitdet(mae_checkpoint(tmp_path / "vip.pt"), files, True, detectron2_env, work, 0.0)
+    seen = json.loads((work / "seen.json").read_text())
+    assert seen["resume"] and "dataloader.evaluator.tasks=[bbox,segm]" in seen["opts"]
+    assert "model.roi_heads.box_predictor.test_score_thresh=0.0" in seen["opts"]
+    assert (scores["train_images"], scores["val_images"]) == (3, 3)
+    assert not (work / "output").exists()
+
+
+def test_only_this_runs_records_are_read_and_another_commands_output_is_cleared(tmp_path, detectron2_env, monkeypatch):
+    """metrics.json is appended to: an older run's evaluation must not become this run's AP."""
+    files = standin_files(tmp_path / "standin")
+    work, checkpoint = tmp_path / "work", mae_checkpoint(tmp_path / "vip.pt")
+    stale = {"iteration": 99, "bbox/AP": 77.0, "segm/AP": 66.0}
+    monkeypatch.setenv("FAKE_METRICS", json.dumps({"iteration": 99, "total_loss": 1.0}))  # this run evaluates nothing
+    output = work / "output"
+    output.mkdir(parents=True)
+    (output / "metrics.json").write_text(json.dumps(stale) + "\n")
+    (output / "last_checkpoint").write_text("model_0000099.pth")
+    with pytest.raises(DpvipInputError, match="holds no COCO evaluation .* from this run"):
+        run_vitdet(checkpoint, files, True, detectron2_env, work)
+    # another command's folder (no stamp, or another) was cleared before the run: its stale
+    # checkpoint is not resumed from
+    assert not (output / "last_checkpoint").exists()
+    # an interrupted run of the same command keeps its folder for --resume, and its old
+    # records are still not read as this run's
+    (output / "metrics.json").write_text(json.dumps(stale) + "\n")
+    (output / "last_checkpoint").write_text("model_0000099.pth")
+    monkeypatch.setenv("FAKE_METRICS", json.dumps(METRICS))
+    scores = run_vitdet(checkpoint, files, True, detectron2_env, work)
+    assert scores["ap_box"] == 40.5 and not output.exists()

@@ -159,3 +159,27 @@ def test_repeats_are_evaluated_for_what_the_claims_compare():
     assert len(repeats) == 2 * (len(runs) // 3) + 4  # a probe per repeat, plus 2 x (shots, top-1) of the main
     tables = {e.backbone for table in VIP_TABLES for e in needs[table]}
     assert not any(backbone.endswith(("_r1", "_r2")) for backbone in tables)
+
+
+def test_the_detectron2_backends_refusals_come_at_plan_time(backbones):
+    """Both were refused only once the job had started: several processes (it starts its
+    own), and an encoder of patch size 4 (ViTDet's pyramid needs 16)."""
+    from dpvip.plan.vip_evaluations import check_detectron2
+
+    coco = {"source": "standin", "backend": "detectron2", "detectron2": {"gpus": 8}}
+    evaluations = [Evaluation("coco", "vip_micro"), Evaluation("linear_probe", "vip_pico", "ImageNet-1K")]
+    with pytest.raises(DpvipInputError, match="evaluate.coco.processes is 8: backend detectron2 starts its own"):
+        check_detectron2({"coco": coco | {"processes": 8}}, evaluations, {"vip_micro": 16})
+    with pytest.raises(DpvipInputError, match="needs encoders of patch size 16 .* vip_micro has patch size 4"):
+        check_detectron2({"coco": coco}, evaluations, {"vip_micro": 4, "vip_pico": 4})
+    check_detectron2({"coco": coco}, evaluations, {"vip_micro": 16, "vip_pico": 4})  # pico is probed, not detected
+    check_detectron2({"coco": {"backend": "torchvision", "processes": 8}}, evaluations, {"vip_micro": 4})
+
+
+def test_the_detectron2_jobs_params_hold_only_what_it_reads(backbones):
+    """Its config file sets the schedule, sizes and learning rate: changing the torchvision
+    backend's settings must not rerun a detectron2 job."""
+    coco = {"source": "standin", "backend": "detectron2", "detectron2": {"gpus": 1}, "score_threshold": 0.05}
+    section = SECTION | {"coco": coco | {"iterations": 40, "batch_size": 8, "image_size": 64, "lr": 1e-3}}
+    part = EvaluationPlan(section, backbones).job_section(Evaluation("coco", "vip_micro"))
+    assert part["coco"] == coco

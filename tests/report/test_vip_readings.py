@@ -73,3 +73,11 @@ def test_chance_is_over_the_classes_tested_and_the_note_names_the_missing_one():
     assert "its test split lacks class(es) chelsea of the training split, so chance is over the 3 classes tested" in (
         chance_note(level)
     )
+
+
+def test_an_undefined_ap_is_said_in_the_table_notes():
+    """detectron2's NaN AP (nothing detected) leaves the cells empty; the note says why."""
+    why = "detectron2 reported NaN for bbox/AP: no detection above the score threshold to score"
+    coco = result("coco", "vip_micro", {"COCO AP box": None, "COCO AP mask": None}, data={"undefined": why})
+    notes = reading_notes([coco], ["COCO AP box", "COCO AP mask"])
+    assert f"coco of vip_micro: its cells are empty because {why}" in notes

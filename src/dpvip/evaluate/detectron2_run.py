@@ -7,25 +7,31 @@ detectron2's `tools/lazyconfig_train_net.py` trains and evaluates its ViTDet con
 in detectron2's own Python, through `detectron2_launch.py`, which first registers the
 COCO-format sets under dpvip's own dataset names: COCO 2017 in its layout or the generated
 stand-in in its own (`<split>.json`, `<split>/<id>.png`), each with its own categories. The
-box and mask AP are read back from the `metrics.json` detectron2 writes in its output folder.
+box and mask AP are read back from the `metrics.json` detectron2 writes in its output folder,
+from the records this run wrote only. The run resumes (`--resume`) from the last checkpoint
+of an interrupted run of the same command; an output folder left by another command is
+cleared first, and a finished run's output (its 265 MB `model_final.pth`) is removed once its
+AP is read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.detectron2_convert import convert_checkpoint
+from dpvip.plan.vip_evaluations import DETECTRON2_PATCH as VITDET_PATCH
 
 LAUNCHER = Path(__file__).with_name("detectron2_launch.py")
 # Our own names: detectron2's builtin coco_2017_* carry COCO's 80 class names as metadata,
 # which a set with other categories (the stand-in's shapes) may not be registered under.
 DATASET_NAMES = {"train": "dpvip_coco_train", "val": "dpvip_coco_val"}
-VITDET_PATCH = 16  # ViTDet's simple feature pyramid and its anchors assume stride-16 features
 
 
 def dataset_files(files: dict) -> dict:
@@ -43,11 +49,25 @@ def _categories(annotations: Path) -> int:
         raise DpvipInputError(f"{annotations} is not a COCO annotation file: {err}") from None
 
 
+def _images(annotations: Path) -> int:
+    try:
+        return len(json.loads(annotations.read_text())["images"])
+    except (OSError, ValueError, KeyError) as err:
+        raise DpvipInputError(f"{annotations} is not a COCO annotation file: {err}") from None
+
+
 def vitdet_command(
-    options: dict, checkpoint: Path, output_dir: Path, vit: dict, classes: int, bitmasks: bool
+    options: dict,
+    checkpoint: Path,
+    output_dir: Path,
+    vit: dict,
+    classes: int,
+    bitmasks: bool,
+    score_threshold: float | None = None,
 ) -> list[str]:
     """The launcher's command: detectron2's ViTDet config on dpvip's registered sets, sized to
-    our encoder, initialised from `checkpoint`; `bitmasks` for RLE masks (the stand-in's)."""
+    our encoder, initialised from `checkpoint`; `bitmasks` for RLE masks (the stand-in's);
+    `score_threshold`: the boxes kept for scoring (evaluate.coco.score_threshold)."""
     depth = vit["depth"]
     overrides = [
         f"train.init_checkpoint={checkpoint}",
@@ -55,6 +75,9 @@ def vitdet_command(
         f"dataloader.train.dataset.names={DATASET_NAMES['train']}",
         f"dataloader.test.dataset.names={DATASET_NAMES['val']}",
         f"dataloader.evaluator.dataset_name={DATASET_NAMES['val']}",
+        # both tasks always: left to infer them from the predictions, the evaluator scores
+        # bbox only when nothing is detected, and the result would hold no mask AP
+        "dataloader.evaluator.tasks=[bbox,segm]",
         f"model.roi_heads.num_classes={classes}",
         *(f"model.backbone.net.{key}={vit[key]}" for key in ("embed_dim", "depth", "num_heads", "mlp_ratio")),
         f"model.backbone.net.pretrain_img_size={vit['pretrain_img_size']}",
@@ -62,6 +85,11 @@ def vitdet_command(
         f"model.backbone.net.window_block_indexes={[i for i in range(depth) if i % 3 != 2]}".replace(" ", ""),
         # the default is polygons; RLE masks, which the stand-in writes, need bitmasks
         *(["dataloader.train.mapper.instance_mask_format=bitmask"] if bitmasks else []),
+        *(
+            [f"model.roi_heads.box_predictor.test_score_thresh={score_threshold}"]
+            if score_threshold is not None
+            else []
+        ),
         *options.get("overrides", []),
     ]
     return [
@@ -71,23 +99,25 @@ def vitdet_command(
         options["config_file"],
         "--num-gpus",
         str(options["gpus"]),
+        "--resume",  # from output_dir's last checkpoint, if an interrupted run left one
         *overrides,
     ]
 
 
-def final_scores(metrics_file: Path) -> dict:
+def final_scores(metrics_file: Path, start: int = 0) -> dict:
     """{"ap_box", "ap_mask", ...} from the last record of detectron2's metrics.json (one JSON
-    object per line) that holds COCO evaluation results. An AP that detectron2 reports as NaN
-    (nothing detected to score) is None, and `undefined` says which and why."""
+    object per line) that holds COCO evaluation results, among those written from byte
+    `start` on (this run's: detectron2 appends to the file). An AP that detectron2 reports as
+    NaN (nothing detected to score) is None, and `undefined` says which and why."""
     if not metrics_file.is_file():
         raise DpvipInputError(f"detectron2 wrote no {metrics_file}")
-    evaluated = [
-        record
-        for record in map(json.loads, metrics_file.read_text().splitlines())
-        if "bbox/AP" in record and "segm/AP" in record
-    ]
+    with metrics_file.open("rb") as handle:
+        handle.seek(start)
+        lines = handle.read().decode().splitlines()
+    records = map(json.loads, filter(None, lines))
+    evaluated = [record for record in records if "bbox/AP" in record and "segm/AP" in record]
     if not evaluated:
-        raise DpvipInputError(f"{metrics_file} holds no COCO evaluation (bbox/AP and segm/AP)")
+        raise DpvipInputError(f"{metrics_file} holds no COCO evaluation (bbox/AP and segm/AP) from this run")
     last = evaluated[-1]
     found = {
         (f"ap{level}_{suffix}", f"{kind}/AP{level}"): float(last[f"{kind}/AP{level}"])
@@ -105,10 +135,27 @@ def final_scores(metrics_file: Path) -> dict:
     return scores | {"iteration": last.get("iteration")}
 
 
-def run_vitdet(checkpoint: str | Path, files: dict, standin: bool, options: dict, work: str | Path) -> dict:
+def _fresh_output(output: Path, command: list[str]) -> None:
+    """Keep `output` for a resume only if the same command left it; else start it empty."""
+    stamp = output / "dpvip_command.sha256"
+    digest = hashlib.sha256(json.dumps(command).encode()).hexdigest()
+    if output.exists() and (not stamp.is_file() or stamp.read_text().strip() != digest):
+        shutil.rmtree(output)
+    output.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest + "\n")
+
+
+def run_vitdet(
+    checkpoint: str | Path,
+    files: dict,
+    standin: bool,
+    options: dict,
+    work: str | Path,
+    score_threshold: float | None = None,
+) -> dict:
     """Convert, train and evaluate with detectron2 on the sets in `files` (jobs.coco_files: COCO
-    2017 or the stand-in); returns the AP (percent, as detectron2 reports them) and what ran.
-    The detectron2 log is `work/detectron2.log`."""
+    2017 or the stand-in); returns the AP (points, as detectron2 reports them), the image
+    counts and what ran. The detectron2 log is `work/detectron2.log`."""
     for key in ("python", "train_script", "config_file"):
         if not options.get(key):
             raise DpvipInputError(f"evaluate.coco.detectron2.{key} is not set (the detectron2 backend needs it)")
@@ -124,14 +171,25 @@ def run_vitdet(checkpoint: str | Path, files: dict, standin: bool, options: dict
         )
     registered = dataset_files(files)
     classes = _categories(Path(registered[DATASET_NAMES["train"]]["json"]))
-    command = vitdet_command(options, work / "vitdet_init.pth", work / "output", converted["vit"], classes, standin)
+    output = work / "output"
+    command = vitdet_command(
+        options, work / "vitdet_init.pth", output, converted["vit"], classes, standin, score_threshold
+    )
+    _fresh_output(output, command)
+    metrics = output / "metrics.json"
+    start = metrics.stat().st_size if metrics.is_file() else 0  # earlier attempts' records are not this run's
     env = os.environ | {
         "DPVIP_DETECTRON2_DATASETS": json.dumps(registered),
         "DPVIP_DETECTRON2_TRAIN_SCRIPT": str(options["train_script"]),
     }
-    with (work / "detectron2.log").open("w") as log:
+    with (work / "detectron2.log").open("a") as log:
         done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
     if done.returncode != 0:
         raise DpvipInputError(f"detectron2 ViTDet exited with {done.returncode}; see {work / 'detectron2.log'}")
-    scores = final_scores(work / "output" / "metrics.json")
-    return scores | {"command": command, "datasets": registered, "conversion": converted}
+    scores = final_scores(metrics, start)
+    shutil.rmtree(output)  # read: its checkpoints (model_final.pth, 265 MB at ViT-B) are not results
+    counts = {
+        "train_images": _images(Path(registered[DATASET_NAMES["train"]]["json"])),
+        "val_images": _images(Path(registered[DATASET_NAMES["val"]]["json"])),
+    }
+    return scores | counts | {"command": command, "datasets": registered, "conversion": converted}

@@ -255,9 +255,15 @@ def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: 
 
         standin = options["source"] == "standin"
         scores = run_vitdet(
-            checkpoint, files, standin, options["detectron2"], Path(paths["out"]).with_suffix(".detectron2")
+            checkpoint,
+            files,
+            standin,
+            options["detectron2"],
+            Path(paths["out"]).with_suffix(".detectron2"),
+            options.get("score_threshold"),
         )
-        if "undefined" in scores:  # NaN AP: the cells stay empty, and the result says why
+        data |= {"train": scores["train_images"], "test": scores["val_images"]}
+        if "undefined" in scores:  # NaN AP: the cells stay empty, and the result (and table) says why
             data["undefined"] = scores["undefined"]
     else:
         settings = DetectionSettings(

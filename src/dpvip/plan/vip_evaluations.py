@@ -24,6 +24,10 @@ SHOT_COLUMN = re.compile(r"^(?P<dataset>.+) (?P<shots>\d+)-shot$")
 COCO_COLUMNS = ("COCO AP box", "COCO AP mask")
 ADE_COLUMN = "ADE20K mIoU"
 DP_FINETUNE_COLUMNS = ("Top-1 Accuracy", "epsilon", "delta")
+# What the detectron2 backend reads of evaluate.coco (its config file sets the schedule, sizes
+# and learning rate; `detectron2.overrides` changes them)
+DETECTRON2_READS = ("backend", "source", "root", "detectron2", "score_threshold", "processes", "nodes")
+DETECTRON2_PATCH = 16  # ViTDet's simple feature pyramid and its anchors assume stride-16 features
 RUN_FACTS = ("Batch Size", "# Train data", "Noise sigma", "decoder depth", "masking ratio", "# parameters")
 
 
@@ -113,6 +117,9 @@ class EvaluationPlan:
         datasets = self.section.get("datasets", {})
         used = {evaluation.dataset: datasets[evaluation.dataset]} if evaluation.dataset else {}
         task = {key: value for key, value in self.section.get(evaluation.task, {}).items() if key != "backbones"}
+        if evaluation.task == "coco" and task.get("backend") == "detectron2":
+            # detectron2's own config sets the rest: a change to them must not rerun the job
+            task = {key: value for key, value in task.items() if key in DETECTRON2_READS}
         part = {"image_size": self.section.get("image_size"), "datasets": used, evaluation.task: task}
         if evaluation.task in ("coco", "ade20k"):  # their stand-in
             part["shapes"] = self.section.get("shapes", {})
@@ -207,6 +214,29 @@ class EvaluationPlan:
 
         candidates = [run.name for run in self.backbones.runs.values() if run.ablation in ("main", "model_size")]
         return max(candidates, key=width_depth)
+
+
+def check_detectron2(section: dict, evaluations: list[Evaluation], patch_sizes: dict[str, int]) -> None:
+    """Refuse at plan time what the detectron2 COCO backend would refuse in its job: more than
+    one process (it starts detectron2.gpus itself) and an encoder whose patch is not 16
+    (`patch_sizes`: {backbone: patch size}; the evaluated backbones of the config)."""
+    coco = section.get("coco") or {}
+    if coco.get("backend") != "detectron2":
+        return
+    for key in ("processes", "nodes"):
+        if int(coco.get(key, 1)) != 1:
+            raise DpvipInputError(
+                f"evaluate.coco.{key} is {coco[key]}: backend detectron2 starts its own processes "
+                f"(evaluate.coco.detectron2.gpus), so its job runs as one process on one node"
+            )
+    for evaluation in evaluations:
+        patch = patch_sizes.get(evaluation.backbone)
+        if evaluation.task == "coco" and patch is not None and patch != DETECTRON2_PATCH:
+            raise DpvipInputError(
+                f"evaluate.coco.backend detectron2 needs encoders of patch size {DETECTRON2_PATCH} (ViTDet's "
+                f"pyramid and anchors assume it); {evaluation.backbone} has patch size {patch}: use backend "
+                "torchvision, or pre-train with patch_size 16"
+            )
 
 
 def all_evaluations(plan: EvaluationPlan, table_columns: dict[str, list[str]]) -> dict[str, list[Evaluation]]:

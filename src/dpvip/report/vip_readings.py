@@ -69,6 +69,12 @@ def reading_notes(results: list[dict], columns: list[str]) -> list[str]:
             "weights are not available offline: it is not that model."
         )
     notes += _degenerate(results, columns)
+    notes += [
+        f"{result['evaluation']['task']} of {result['evaluation']['backbone']}: its cells are empty because "
+        f"{result['data']['undefined']}"
+        for result in results
+        if result.get("data", {}).get("undefined") and set(result["columns"]) & set(columns)
+    ]
     return notes
 
 
