@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from dpvip.privacy.gaussian import composed_sigma
@@ -86,3 +88,18 @@ def test_the_merged_audit_puts_every_epsilon_column_before_the_verdict():
     ]
     for _, row in frame.iterrows():  # the verdict's accountant is filled in every row
         assert not pd.isna(row[f"epsilon_{row['paper_accountant']}"])
+
+
+def test_a_failure_that_printed_rounding_explains_holds_and_one_on_assumed_values_says_so(claims):
+    """ViP's Table 10 rows failed under RDP at the printed sigma and n; the sigma that meets
+    epsilon 8 at batch 8,192 is 0.4141, printed 0.41; 23.5M images print as 23M. Without a
+    precision, a failure on assumed values is said to rest on them."""
+    from dpvip.audit.claim_check import claim_verdict
+
+    for name in ("vip_table10_n23m", "vip_table10_b8192", "vip_table10_n2m"):
+        row = audit_claim(claims[name], ("rdp",))
+        assert row["epsilon_rdp"] > 8.04 and row["epsilon_favourable_rounding"] <= 8.0, name
+        assert row["verdict"].startswith("holds (printed precision: sigma to 0.01"), name
+    exact = dataclasses.replace(claims["vip_table10_n2m"], favourable=None)
+    assert claim_verdict(exact, 9.5)[0] == "fails under our assumptions (T = 6100, n = 2000000)"
+    assert claim_verdict(dataclasses.replace(exact, assumed=()), 9.5)[0] == "fails"

@@ -22,6 +22,22 @@ def verdict(spent: float, claimed: float) -> str:
     return "fails"
 
 
+def claim_verdict(claim: Claim, spent: float) -> tuple[str, float | None]:
+    """The verdict on `claim` given the epsilon its accountant spends, allowing for the
+    paper's printed precision (sigma and n rounded as printed) and saying where a failure
+    rests on values we assumed; and the epsilon at the favourable rounding (None: exact)."""
+    found = verdict(spent, claim.epsilon)
+    favourable_epsilon = None
+    if claim.favourable is not None:
+        mechanism, _ = _as_single_mechanism(claim.favourable)
+        favourable_epsilon = epsilon([mechanism], claim.favourable.delta, claim.accountant).epsilon
+        if found == "fails" and verdict(favourable_epsilon, claim.epsilon) != "fails":
+            found = f"holds (printed precision: {claim.precision})"
+    if found == "fails" and claim.assumed:
+        found = f"fails under our assumptions ({', '.join(claim.assumed)})"
+    return found, favourable_epsilon
+
+
 def _as_single_mechanism(claim: Claim) -> tuple[Mechanism, str]:
     """The claim as one mechanism: itself, or the exact GDP equivalent of a composition."""
     if len(claim.mechanisms) == 1:
@@ -57,7 +73,7 @@ def audit_claim(claim: Claim, accountants: tuple[str, ...] = ACCOUNTANTS) -> dic
     # out (PRV at the embedded scale): a verdict must not rest on a number the table hides.
     for name in dict.fromkeys([*accountants, claim.accountant]):
         row[f"epsilon_{name}"] = epsilon([mechanism], claim.delta, name).epsilon
-    row["verdict"] = verdict(row[f"epsilon_{claim.accountant}"], claim.epsilon)
+    row["verdict"], row["epsilon_favourable_rounding"] = claim_verdict(claim, row[f"epsilon_{claim.accountant}"])
     for name in accountants:
         row[f"sigma_needed_{name}"] = noise_multiplier(
             mechanism.sample_rate, mechanism.steps, claim.epsilon, claim.delta, name

@@ -28,6 +28,11 @@ class Claim:
     accountant: str
     mechanisms: tuple[tuple[float, float | None, int], ...]  # (sample_rate, sigma, steps)
     assumptions: str
+    # The same claim at the values most favourable to it that print as the paper's (sigma
+    # and n rounded as printed: `precision` in the claims file), or None where exact
+    favourable: Claim | None = None
+    precision: str = ""  # what the paper rounds, e.g. "sigma to 0.01, n to 1M"
+    assumed: tuple[str, ...] = ()  # values the paper leaves implicit that a failure may rest on (T, n)
 
     @property
     def sigma_printed(self) -> bool:
@@ -75,6 +80,18 @@ def _claim(raw: dict, index: int, source: Path) -> Claim:
         raise DpvipInputError(f"{where}: a derived sigma (null) needs a single mechanism")
     if len(mechanisms) > 1 and any(q != 1.0 for q, _, _ in mechanisms):
         raise DpvipInputError(f"{where}: composed claims must be full-batch (sample rate 1)")
+    precision = raw.get("precision") or {}
+    unknown = sorted(set(precision) - {"sigma", "n"})
+    if unknown:
+        raise DpvipInputError(f"{where}: precision takes sigma and n, not {', '.join(unknown)}")
+    favourable = None
+    if precision:  # half a printed unit up: more noise, more data (a smaller q and delta)
+        half_sigma, half_n = precision.get("sigma", 0) / 2, precision.get("n", 0) / 2
+        favoured = dict(raw, n=n + half_n, precision=None, id=f"{raw['id']} (favourable rounding)")
+        favoured["mechanisms"] = [
+            dict(m, sigma=None if m.get("sigma") is None else float(m["sigma"]) + half_sigma) for m in raw["mechanisms"]
+        ]
+        favourable = _claim(favoured, index, source)
     return Claim(
         id=str(raw["id"]),
         paper=str(raw["paper"]),
@@ -86,6 +103,11 @@ def _claim(raw: dict, index: int, source: Path) -> Claim:
         accountant=raw["accountant"],
         mechanisms=mechanisms,
         assumptions=str(raw.get("assumptions", "")),
+        favourable=favourable,
+        precision=", ".join(
+            f"{key} to {value:,g}" if value < 1000 else f"{key} to {value:,.0f}" for key, value in precision.items()
+        ),
+        assumed=tuple(raw.get("assumed") or ()),
     )
 
 

@@ -21,7 +21,7 @@ def audit_frame(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def audit_notes(frame) -> list[str]:
     """The notes printed with the audit table: how to read it and what it found."""
-    failing = frame.loc[frame["verdict"] == "fails", "claim"].tolist()
+    failing = frame.loc[frame["verdict"].str.startswith("fails"), "claim"].tolist()
     large_delta = frame.loc[frame["delta_at_least_1_over_n"], "claim"].tolist()
     return [
         "epsilon_<accountant>: epsilon at the paper's (q, sigma, T, delta); rdp = opacus RDP, "
@@ -30,7 +30,9 @@ def audit_notes(frame) -> list[str]:
         f"verdict: under the accountant the paper used (paper_accountant), whose epsilon_<accountant> column "
         "is filled for every row even where the audit's accountants leave it out (a column empty in some rows "
         f"is one only some papers used); 'holds (rounding)' means within {ROUNDING_SLACK:.1%} above the "
-        "printed epsilon.",
+        "printed epsilon; 'holds (printed precision)' means it fails at the values as printed but holds at "
+        "values that print the same (sigma and n half a printed unit up: epsilon_favourable_rounding); "
+        "'fails under our assumptions' names the values the paper leaves implicit that the failure rests on.",
         "sigma_needed_<accountant>: the smallest sigma meeting the claimed epsilon; "
         "noise_saving_pct: how much less noise than the paper's sigma the tightest accountant needs.",
         "sigma_printed = False: the paper prints no sigma; it is derived with the paper's accountant.",
