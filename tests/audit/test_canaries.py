@@ -181,6 +181,8 @@ def test_audit_mechanism_reports_both_bounds_beside_the_claim():
 
     record = audit_mechanism(MECHANISM, AuditSettings(canaries=4000, width=50, guesses=50, runs=2))
     assert record["claimed_epsilon"] == pytest.approx(2.0, rel=1e-6)
+    # the tightest accountant of rdp and pld, beside the claim (PLD, within PRV's error of its 2.0)
+    assert record["tightest_accountant"] == "pld" and record["tightest_epsilon"] == pytest.approx(2.0, abs=0.05)
     assert 0 <= record["one_run_white_box"] <= 2.0 and 0 <= record["tight_white_box"] <= 2.0
     assert record["trials"] == 2 * 4000 and record["guesses"] == 100 and record["runs"] == 2
     with pytest.raises(DpvipInputError, match="guesses 3000 must be positive and at most half"):
