@@ -167,3 +167,33 @@ def test_a_corrupt_member_is_a_corrupt_sample(natural_index, tmp_path):
     images = AugmentedImages(ShardReader.from_index(tmp_path / "index.json"), mae_augmentation(16), mask_patches=4)
     assert isinstance(images[(1, 0)], CorruptSample) and "000000001.jpg cannot be decoded" in str(images[(1, 0)])
     assert not isinstance(images[(0, 0)], CorruptSample) and not isinstance(images[(2, 0)], CorruptSample)
+
+
+def test_an_example_replaced_by_one_of_the_same_size_is_refused_on_read(tmp_path):
+    """The attack on the data digest: one example's bytes replaced in place by others of the
+    same size, the shard's mtime restored. Its size, member table and index are unchanged, so
+    the run's fingerprint (and its noise) would be the old data's; the sample's SHA-256,
+    recorded at indexing, refuses it on read."""
+    import os
+
+    import webdataset as wds
+
+    from dpvip.data.shard_index import index_shards
+
+    shard = tmp_path / "shard-000000.tar"
+    with wds.TarWriter(str(shard)) as sink:
+        for i in range(4):
+            sink.write({"__key__": f"{i:04d}", "png": bytes([i]) * 64, "cls": str(i % 2).encode()})
+    index_shards([shard], tmp_path / "index.json", dataset="test", source="shards", progress=False)
+    reader = ShardReader.from_index(tmp_path / "index.json")
+    assert reader[2]["png"] == bytes([2]) * 64
+    fingerprint, stat = reader.fingerprint, shard.stat()
+    (offset, size) = member_table(shard)[2][1]["png"]
+    with open(shard, "r+b") as handle:
+        handle.seek(offset)
+        handle.write(bytes([9]) * size)
+    os.utime(shard, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = ShardReader.from_index(tmp_path / "index.json")
+    assert again.fingerprint == fingerprint and again[1]["png"] == bytes([1]) * 64  # the others still read
+    with pytest.raises(DpvipInputError, match="sample 0002 is not the one indexed .* index the shards again"):
+        again[2]

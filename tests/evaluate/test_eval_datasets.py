@@ -264,3 +264,20 @@ def test_a_shard_that_disagrees_with_its_index_is_an_error_not_skips(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps(index))
     with pytest.raises(DpvipInputError, match="holds 2 samples; its index says 3"):
         labelled_shards(tmp_path / "index.json", 8, classes=3, name="toy")
+
+
+def test_a_folders_digest_follows_the_image_bytes_not_their_size_and_time(tmp_path):
+    """An image replaced by another of the same size, its mtime restored, keeps path, size
+    and time: the digest (a DP run's noise stream depends on it) must still change."""
+    import os
+
+    root = tmp_path / "pets"
+    (root / "cat").mkdir(parents=True)
+    solid(RED).save(root / "cat" / "c1.png")
+    path = root / "cat" / "c1.png"
+    before, stat = image_folder(root, 8).digest(), path.stat()
+    data = bytearray(path.read_bytes())
+    data[-20] ^= 0xFF  # the same size, other bytes
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and image_folder(root, 8).digest() != before

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from dpvip.data.shard_reader import member_table, members_record
+from dpvip.data.shard_reader import member_table, members_record, sample_hashes
 from dpvip.errors import DpvipInputError, first_line
 from dpvip.files import sha256, write_json
 
@@ -88,7 +88,8 @@ def _shard_entry(position: int, shard: Path, index_folder: Path, checksums: bool
     table = member_table(shard)
     size = shard.stat().st_size
     members = f"{MEMBERS_FOLDER}/{position:06d}-{shard.stem}.json"
-    write_json(members_record(table, size), index_folder / members)
+    hashes = sample_hashes(shard, table) if checksums else None  # checked on every read
+    write_json(members_record(table, size, hashes), index_folder / members)
     entry = {"file": _index_relative(shard, index_folder), "samples": len(table), "bytes": size, "members": members}
     if checksums:
         entry["sha256"] = sha256(shard)
@@ -109,7 +110,9 @@ def index_shards(
 ) -> dict:
     """Write the index of `shards` (in this order) and their member tables; return the index.
 
-    `checksums=False` records sizes only (hashing terabytes of LAION takes hours);
+    With `checksums` each shard's SHA-256 and each sample's (checked on every read, so an
+    example changed after indexing stops the job) are recorded; `checksums=False` records
+    sizes only (hashing terabytes of LAION takes hours), and a same-size edit then goes unseen;
     `expected_samples` refuses shards holding other counts; `extra` adds dataset fields;
     `threads` shards are read at once (reading tar headers mostly waits on the disk).
     """

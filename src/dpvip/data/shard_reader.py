@@ -6,6 +6,11 @@ index is stable. Member offsets come from the shard's member table when the inde
 (a small JSON file per shard, written by `dpvip.data.shard_index`), else from the tar headers;
 either is read once per shard on first use. Each process opens its own file handles
 (DataLoader workers fork), and reads use pread.
+
+A member table written with checksums also holds each sample's SHA-256 (its members' bytes
+in extension order), recorded when the shard is indexed; every read checks the sample against
+it, so an example replaced after indexing (even by one of the same size, its mtime restored)
+stops the job instead of being trained on under the old data's fingerprint and noise.
 """
 
 from __future__ import annotations
@@ -42,13 +47,43 @@ def member_table(path: Path) -> MemberTable:
     return sorted(samples.items())
 
 
-def members_record(table: MemberTable, shard_bytes: int) -> dict:
-    """A member table as JSON: the shard's size (to notice a shard changed since) and
-    {key: {extension: [offset, size]}}."""
-    return {
+def sample_digest(sample: dict[str, bytes]) -> str:
+    """SHA-256 of a sample's members' bytes, in extension order (names and lengths included)."""
+    digest = hashlib.sha256()
+    for extension in sorted(name for name in sample if name != "__key__"):
+        digest.update(f"{extension}\0{len(sample[extension])}\0".encode())
+        digest.update(sample[extension])
+    return digest.hexdigest()
+
+
+def sample_hashes(path: Path, table: MemberTable) -> dict[str, str]:
+    """{key: sample_digest} of every sample of the shard at `path` (one read of the shard)."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        return {
+            key: sample_digest({e: os.pread(handle, size, offset) for e, (offset, size) in members.items()})
+            for key, members in table
+        }
+    finally:
+        os.close(handle)
+
+
+def members_record(table: MemberTable, shard_bytes: int, hashes: dict[str, str] | None = None) -> dict:
+    """A member table as JSON: the shard's size (to notice a shard changed since),
+    {key: {extension: [offset, size]}} and, when given, each sample's SHA-256."""
+    record = {
         "bytes": shard_bytes,
         "samples": {key: {e: list(place) for e, place in members.items()} for key, members in table},
     }
+    return record | ({"sha256": hashes} if hashes is not None else {})
+
+
+def load_hashes(path: Path) -> dict[str, str] | None:
+    """The per-sample SHA-256 a member table records (None: written without checksums)."""
+    try:
+        return json.loads(path.read_text()).get("sha256")
+    except (OSError, json.JSONDecodeError, AttributeError) as err:
+        raise DpvipInputError(f"member table {path} cannot be read: {first_line(err)}") from None
 
 
 def load_members(path: Path, shard: Path) -> MemberTable:
@@ -89,6 +124,7 @@ class ShardReader:
             self.starts.append(self.starts[-1] + count)
         self.fingerprint: str | None = None  # what the shards hold, when an index names it
         self._tables: dict[int, list] = {}
+        self._hashes: dict[int, dict[str, str] | None] = {}
         self._handles: dict[int, int] = {}
         self._pid = os.getpid()
 
@@ -149,6 +185,7 @@ class ShardReader:
                     f"shard {self.paths[shard]} holds {len(table)} samples; its index says {self.counts[shard]}"
                 )
             self._tables[shard] = table
+            self._hashes[shard] = load_hashes(sidecar) if sidecar is not None else None
         key, members = self._tables[shard][position]
         handle = self._handle(shard)
         sample = {"__key__": key}
@@ -157,6 +194,12 @@ class ShardReader:
             if len(data) != size:
                 raise CorruptSample(f"{self.paths[shard]}: member {key}.{extension} is truncated")
             sample[extension] = data
+        recorded = (self._hashes.get(shard) or {}).get(key)
+        if recorded is not None and sample_digest(sample) != recorded:
+            raise DpvipInputError(
+                f"{self.paths[shard]}: sample {key} is not the one indexed (its SHA-256 differs): the data "
+                "changed since it was indexed; index the shards again"
+            )
         return sample
 
     def __getstate__(self):  # handles are per process; tables are cheap to rebuild
@@ -165,4 +208,4 @@ class ShardReader:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._tables, self._handles, self._pid = {}, {}, os.getpid()
+        self._tables, self._hashes, self._handles, self._pid = {}, {}, {}, os.getpid()
