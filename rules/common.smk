@@ -467,6 +467,12 @@ def transfer_checkpoint(backbone):
 
 for _backbone in TRANSFER_PLAN.backbones:  # a bad run name stops before any job
     transfer_checkpoint(_backbone)
+try:  # an image size the encoder's patches do not tile stops before any job too
+    TRANSFER_PLAN.check_patch_sizes(
+        {"syn_vip": SYN_VIP["patch_size"], "dp_pretrain": DP["settings"]["patch_size"]}
+    )
+except DpvipInputError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
 
 
 def study_caches(study):

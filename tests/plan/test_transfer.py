@@ -174,3 +174,14 @@ def test_a_study_job_gets_a_digest_of_its_runs_and_rebuilds_them_from_the_config
     assert plan.runs_digest("mehta_table4") != digest
     with pytest.raises(DpvipInputError, match="not those its job was planned with"):
         study_runs(config, "mehta_table5", plan.runs_digest("mehta_table4"))
+
+
+def test_a_feature_size_the_patches_do_not_tile_is_refused_at_plan_time():
+    """image_size 30 with patch 4 was accepted, and the encoder saw another grid."""
+    config = merged_config("config.yaml")
+    plan = TransferPlan(config["dp_transfer"], config["privacy"])
+    plan.check_patch_sizes({"syn_vip": 4, "dp_pretrain": 4})  # the embedded sizes: 16, 24, 32, 40
+    config["dp_transfer"]["backbones"]["syn_vip_micro"]["image_size"] = 30
+    config["dp_transfer"]["mehta"]["single_step_image_size"] = 30
+    with pytest.raises(DpvipInputError, match=r"syn_vip_micro at image size 30: not a multiple of its patch size 4"):
+        TransferPlan(config["dp_transfer"], config["privacy"]).check_patch_sizes({"syn_vip": 4, "dp_pretrain": 4})

@@ -214,6 +214,20 @@ class TransferPlan(MehtaStudies):
         task = study.removeprefix("dprandp_probe_")
         return self._probe(task) if task in self.probe else []
 
+    def check_patch_sizes(self, patch_sizes: dict[str, int]) -> None:
+        """Refuse a feature set of an MAE backbone whose image size is not a multiple of the
+        backbone's patch size (`patch_sizes`: {`from`: patch size} of this workflow's MAE runs):
+        the encoder would see a cropped grid, not the configured size."""
+        for feature_set in self.feature_sets().values():
+            spec = self.backbones[feature_set.backbone]
+            patch = patch_sizes.get(spec["from"])
+            if patch and feature_set.image_size % patch:
+                raise DpvipInputError(
+                    f"dp_transfer backbone {feature_set.backbone} at image size {feature_set.image_size}: not a "
+                    f"multiple of its patch size {patch} (dp_transfer.backbones.{feature_set.backbone}.image_size, "
+                    "or the study's resolutions)"
+                )
+
     def runs_digest(self, study: str) -> str:
         """SHA-256 of `study`'s runs: its job's param, so a change to any run reruns it while
         Snakemake's "params have changed" line stays short (the runs' repr is ~55 KB); the
