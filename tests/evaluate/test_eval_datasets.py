@@ -281,3 +281,14 @@ def test_a_folders_digest_follows_the_image_bytes_not_their_size_and_time(tmp_pa
     path.write_bytes(bytes(data))
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert path.stat().st_size == stat.st_size and image_folder(root, 8).digest() != before
+
+
+def test_first_per_class_keeps_the_first_examples_of_each_class_in_order():
+    from dpvip.evaluate.datasets import first_per_class
+
+    labels = torch.tensor([0, 1, 0, 2, 1, 0, 2, 2, 2])
+    data = LabelledImages(torch.arange(9, dtype=torch.float32).view(9, 1, 1, 1).expand(9, 3, 2, 2), labels, 3, "x")
+    kept = first_per_class(data, 2)
+    assert kept.indices.tolist() == [0, 1, 2, 3, 4, 6] and kept.labels.tolist() == [0, 1, 0, 2, 1, 2]
+    images = torch.cat([batch for batch, _ in kept.batches(4)])
+    assert images[:, 0, 0, 0].tolist() == [0, 1, 2, 3, 4, 6]

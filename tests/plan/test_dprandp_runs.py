@@ -123,15 +123,15 @@ def test_figures_5_and_7_and_the_cost_tables_reuse_existing_runs(configs):
 
 
 def test_the_ablations_a_claim_compares_run_their_own_seeds(configs):
-    """Tables 10 and 11 (claims g and h) run `claim_seeds` (5 in the embedded default); the
+    """Tables 10 and 11 (claims g and h) run `claim_seeds` (4 in the embedded default); the
     other ablations keep `seeds` (1)."""
     from dpvip.plan.dprandp_rows import table10_cells, table11_rows, table12_rows
 
     plan = plan_of(configs[0])
-    assert plan.claim_seeds == [0, 1, 2, 3, 4] and plan.ablation_seeds == [0]
-    assert {len(runs) for runs in table10_cells(plan).values()} == {5}
+    assert plan.claim_seeds == [0, 1, 2, 3] and plan.ablation_seeds == [0]
+    assert {len(runs) for runs in table10_cells(plan).values()} == {4}
     moco = [row for row in table11_rows(plan) if row.label.startswith("MoCo")]
-    assert moco and all(len(runs) == 5 for row in moco for runs in row.cells.values())
+    assert moco and all(len(runs) == 4 for row in moco for runs in row.cells.values())
     wrn16 = [row for row in table12_rows(plan) if "WRN-40-4" in row.label]
     assert wrn16 and all(len(runs) == 1 for row in wrn16 for runs in row.cells.values())
     section = copy.deepcopy(configs[0]["dprandp"])

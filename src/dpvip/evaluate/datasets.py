@@ -224,6 +224,14 @@ class FolderImages:
         )
 
 
+def first_per_class(data, count: int) -> IndexedImages:
+    """The first `count` examples of each class of `data` (all of a class that has fewer), in
+    their order: a smaller training split, the same for every backbone."""
+    labels = data.labels.numpy()
+    kept = np.concatenate([np.flatnonzero(labels == label)[:count] for label in np.unique(labels)])
+    return IndexedImages(data, np.sort(kept))
+
+
 class IndexedImages:
     """The examples of `data` (LabelledImages or FolderImages) at `indices`, read from it only
     when a subset or a batch is asked for (a validation share of ImageNet is not decoded

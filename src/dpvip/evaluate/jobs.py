@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from dpvip.errors import DpvipInputError
-from dpvip.evaluate.datasets import IndexedImages, labelled_split
+from dpvip.evaluate.datasets import IndexedImages, first_per_class, labelled_split
 from dpvip.evaluate.features import FeatureChoice, extract
 from dpvip.evaluate.kshot import k_shot_indices
 from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, scores, train_probe_augmented
@@ -57,6 +57,9 @@ def _probe(evaluation: Evaluation, section: dict, checkpoint: str | None, paths:
     train, test, data = labelled_split(
         evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"]
     )
+    if options.get("train_per_class"):  # a smaller training split (the embedded CPU budget)
+        train = first_per_class(train, options["train_per_class"])
+        data = data | {"train": len(train), "train_per_class": options["train_per_class"]}
     choice = FeatureChoice(**options["features"])
     settings = ProbeSettings(
         **{key: options[key] for key in ("epochs", "warmup_epochs", "batch_size", "weight_decay", "augment", "seed")}
