@@ -210,3 +210,15 @@ def test_an_extractor_giving_the_wrong_rows_is_refused(data, tmp_path):
         DpvipInputError, match=r"the feature extractor gave \(1, 6\) for 4 images, not \(images, width\)"
     ):
         build(lambda images: Extractor()(images)[:1], data, tmp_path / "cache")
+
+
+def test_a_test_split_lacking_a_class_is_recorded_for_the_chance_level(tmp_path):
+    """A user's test folder without one of the training classes: the cache says which, so
+    the tables put chance over the classes tested (it said 4 classes where 3 were tested)."""
+    train = LabelledImages(torch.randn(8, 3, 4, 4), torch.tensor([0, 1, 2, 3] * 2), 4, "mine")
+    train.class_names = ["astronaut", "chelsea", "coffee", "rocket"]
+    test = LabelledImages(torch.randn(3, 3, 4, 4), torch.tensor([0, 2, 3]), 4, "mine")
+    meta = build(Extractor(), (train, test), tmp_path / "cache", views=1, augment=None)
+    assert (meta["classes"], meta["classes_tested"], meta["classes_missing_from_test"]) == (4, 3, ["chelsea"])
+    whole = build(Extractor(), (train, train), tmp_path / "whole", views=1, augment=None)
+    assert "classes_tested" not in whole

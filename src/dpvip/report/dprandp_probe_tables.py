@@ -111,11 +111,11 @@ def probe_chance(table: str, results: dict, dataset: str, section: dict) -> Chan
     caches = list(results.get("features", {}).values())
     stand_in = STAND_IN_OF_SOURCE.get((section["datasets"].get(dataset) or {}).get("source", dataset))
     cache = caches[0] if caches else {}
-    classes = classes_of(task, tested_classes(cache.get("data"), cache.get("classes")), stand_in)
+    classes = classes_of(task, tested_classes(cache, cache.get("classes")), stand_in)
     if not classes:
         return None
     what = f"{stand_in} (standing in for {task})" if stand_in else task
-    return Chance(classes, cache.get("test"), with_missing_classes(what, cache.get("data")))
+    return Chance(classes, cache.get("test"), with_missing_classes(what, cache))
 
 
 def probe_table(

@@ -29,10 +29,9 @@ def study_chances(results: dict, section: dict, paper_datasets: dict[str, str]) 
         stand_in = STAND_IN_OF_SOURCE.get(source)
         tasks = [paper for paper, ours in paper_datasets.items() if ours == dataset]
         data = f"{stand_in} (standing in for {', '.join(tasks)})" if stand_in and tasks else stand_in or dataset
-        facts = cache.get("data")
-        classes = classes_of(tasks[0] if tasks else dataset, tested_classes(facts, cache.get("classes")), stand_in)
+        classes = classes_of(tasks[0] if tasks else dataset, tested_classes(cache, cache.get("classes")), stand_in)
         if classes:
-            chances[dataset] = Chance(classes, cache.get("test"), with_missing_classes(data, facts))
+            chances[dataset] = Chance(classes, cache.get("test"), with_missing_classes(data, cache))
     return chances
 
 

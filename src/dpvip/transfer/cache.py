@@ -265,15 +265,32 @@ def cache_features(
 
     names = [shard.name for shard in shards] + ["train_labels.npy", "test_labels.npy"]
     files = {name: {"bytes": (work / name).stat().st_size, "sha256": sha256(work / name)} for name in names}
-    meta = identity | {
-        "width": _width(work, shards),
-        "classes": int(train.classes),
-        "test_set": str(getattr(test, "name", "test")),  # names the test images for paired comparisons
-        "files": files,
-    }
+    meta = (
+        identity
+        | {
+            "width": _width(work, shards),
+            "classes": int(train.classes),
+            "test_set": str(getattr(test, "name", "test")),  # names the test images for paired comparisons
+            "files": files,
+        }
+        | _classes_tested(train, test)
+    )
     write_json(meta, work / META)  # last: the cache is complete
     _publish(work, out_dir)
     return meta
+
+
+def _classes_tested(train, test) -> dict:
+    """Where the test split lacks some of the classes (a user's image folder): how many it
+    holds and which it lacks, so the tables put chance over the classes tested."""
+    tested = {int(label) for label in np.asarray(test.labels)}
+    if len(tested) >= int(train.classes):
+        return {}
+    names = getattr(train, "class_names", None) or [str(i) for i in range(int(train.classes))]
+    return {
+        "classes_tested": len(tested),
+        "classes_missing_from_test": [name for i, name in enumerate(names) if i not in tested],
+    }
 
 
 def _differs(folder: Path, name: str) -> DpvipInputError:
