@@ -61,22 +61,22 @@ def classes_of(task: str, recorded: int | None = None, stand_in: str | None = No
     return TASK_CLASSES.get(task)
 
 
-def tested_classes(data: dict | None, recorded: int | None) -> int | None:
-    """The classes the test split holds: `classes_tested` where a user's image folder's test
-    split lacks some of the training split's classes (`evaluate.datasets.folder_split_facts`),
-    else the recorded count."""
-    return (data or {}).get("classes_tested") or recorded
-
-
-def with_missing_classes(description: str, data: dict | None) -> str:
-    """`description` of the data, saying which classes its test split lacks, if any."""
-    missing = (data or {}).get("classes_missing_from_test")
-    if not missing:
-        return description
-    return (
-        f"{description}; its test split lacks class(es) {', '.join(missing)} of the training split, "
-        f"so chance is over the {data['classes_tested']} classes tested"
-    )
+def recorded_chance(task: str, record: dict | None, stand_in: str | None, description: str) -> Chance | None:
+    """The chance level of what a result or feature cache records (`record`: its classes and
+    test count; where a user's image folder's test split lacks some of the training split's
+    classes, `classes_tested` and `classes_missing_from_test`), else of the stand-in or the
+    task; `description` says what the classes are of. None: unknown."""
+    record = record or {}
+    classes = classes_of(task, record.get("classes_tested") or record.get("classes"), stand_in)
+    if not classes:
+        return None
+    missing = record.get("classes_missing_from_test")
+    if missing:
+        description = (
+            f"{description}; its test split lacks class(es) {', '.join(missing)} of the training split, "
+            f"so chance is over the {record['classes_tested']} classes tested"
+        )
+    return Chance(classes, record.get("test"), description)
 
 
 def chance_note(chance: Chance) -> str:

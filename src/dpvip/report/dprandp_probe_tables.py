@@ -9,15 +9,7 @@ import math
 import pandas as pd
 
 from dpvip.privacy import gaussian
-from dpvip.report.chance import (
-    STAND_IN_OF_SOURCE,
-    Chance,
-    chance_note,
-    classes_of,
-    flag_notes,
-    tested_classes,
-    with_missing_classes,
-)
+from dpvip.report.chance import STAND_IN_OF_SOURCE, Chance, chance_note, flag_notes, recorded_chance
 from dpvip.report.paper_values import paper_table
 from dpvip.report.transfer_cells import Cell, feature_note, study_cells
 
@@ -110,12 +102,8 @@ def probe_chance(table: str, results: dict, dataset: str, section: dict) -> Chan
     task = PAPER_TASK[table]
     caches = list(results.get("features", {}).values())
     stand_in = STAND_IN_OF_SOURCE.get((section["datasets"].get(dataset) or {}).get("source", dataset))
-    cache = caches[0] if caches else {}
-    classes = classes_of(task, tested_classes(cache, cache.get("classes")), stand_in)
-    if not classes:
-        return None
     what = f"{stand_in} (standing in for {task})" if stand_in else task
-    return Chance(classes, cache.get("test"), with_missing_classes(what, cache))
+    return recorded_chance(task, caches[0] if caches else None, stand_in, what)
 
 
 def probe_table(

@@ -7,15 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from dpvip.report.chance import (
-    STAND_IN_OF_SOURCE,
-    Chance,
-    chance_note,
-    classes_of,
-    flag_notes,
-    tested_classes,
-    with_missing_classes,
-)
+from dpvip.report.chance import STAND_IN_OF_SOURCE, Chance, chance_note, flag_notes, recorded_chance
 from dpvip.report.transfer_cells import Cell, feature_parts
 
 
@@ -29,9 +21,9 @@ def study_chances(results: dict, section: dict, paper_datasets: dict[str, str]) 
         stand_in = STAND_IN_OF_SOURCE.get(source)
         tasks = [paper for paper, ours in paper_datasets.items() if ours == dataset]
         data = f"{stand_in} (standing in for {', '.join(tasks)})" if stand_in and tasks else stand_in or dataset
-        classes = classes_of(tasks[0] if tasks else dataset, tested_classes(cache, cache.get("classes")), stand_in)
-        if classes:
-            chances[dataset] = Chance(classes, cache.get("test"), with_missing_classes(data, cache))
+        found = recorded_chance(tasks[0] if tasks else dataset, cache, stand_in, data)
+        if found:
+            chances[dataset] = found
     return chances
 
 

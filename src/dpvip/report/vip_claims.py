@@ -20,7 +20,7 @@ from dpvip.models import mae_parameters, mae_size, mae_variant
 from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan
 from dpvip.plan.vip_rows import Backbones, figure5_backbones
 from dpvip.plan.vip_runs import repeats_of
-from dpvip.report.chance import classes_of, tested_classes
+from dpvip.report.chance import classes_of
 from dpvip.report.claims import DIFFERENCE, POWER_NOTE, TEST_NOTE, Catalogue, Claim, claims_frame, ordered
 from dpvip.per_example import PER_EXAMPLE
 from dpvip.report.contrasts import paired_runs
@@ -71,7 +71,7 @@ class _Runs:
             return Group(())
         data = found[0].get("data", {})
         classes = classes_of(
-            evaluation(backbone).dataset or "", tested_classes(data, data.get("classes")), data.get("stand_in")
+            evaluation(backbone).dataset or "", data.get("classes_tested") or data.get("classes"), data.get("stand_in")
         )
         values = [result["columns"].get(column) for result in found]
         records = [result.get(PER_EXAMPLE, {}).get(column) for result in found]

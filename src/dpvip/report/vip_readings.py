@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from dpvip.report.chance import Chance, classes_of, flag_notes, tested_classes, with_missing_classes
+from dpvip.report.chance import Chance, flag_notes, recorded_chance
 
 # COCO AP in points (0-100), as the papers print it: the evaluation stores it so
 # (`dpvip.evaluate.coco_instances.coco_scores`, detectron2's metrics), and nothing converts it again
@@ -18,10 +18,7 @@ AP_COLUMNS = ("COCO AP box", "COCO AP mask")
 def chance(result: dict) -> Chance | None:
     """The chance level of a classification result, from the data it ran on."""
     data, dataset = result.get("data", {}), result["evaluation"].get("dataset") or ""
-    classes = classes_of(dataset, tested_classes(data, data.get("classes")), data.get("stand_in"))
-    if not classes:
-        return None
-    return Chance(classes, data.get("test"), with_missing_classes(data.get("stand_in") or dataset, data))
+    return recorded_chance(dataset, data, data.get("stand_in"), data.get("stand_in") or dataset)
 
 
 def random_baselines(results: list[dict]) -> dict[str, str]:
