@@ -107,7 +107,7 @@ def test_natural_shards_then_indexing_them_where_they_lie(tmp_path):
     # Nothing to do again, until a shard in the user's folder is rewritten in place (same
     # name, same path in the config): its content digest reruns the index (it used not to).
     again = run_snakemake(elsewhere, "-n", INDEX, "--configfile", config)
-    assert again.returncode == 0 and job_counts(again.output) == {}, again.output
+    assert again.returncode == 0 and "Nothing to be done" in again.output, again.output
     shard.write_bytes(shard.read_bytes())  # rewritten: a new modification time
     again = run_snakemake(elsewhere, "-n", INDEX, "--configfile", config)
     assert again.returncode == 0 and job_counts(again.output) == {"laion_index": 1}, again.output

@@ -228,8 +228,11 @@ def _open_store(folder: Path, create: bool) -> None:
     current = store
     for part in folder.relative_to(store).parts:
         current = current / part
-        if create and not os.path.lexists(current):
-            current.mkdir(mode=0o700)
+        if create:
+            try:
+                current.mkdir(mode=0o700)
+            except FileExistsError:  # there already, or made by a rank racing this one: checked next
+                pass
         _check_folder(current, store, "folder")
 
 
