@@ -97,7 +97,7 @@ ALL_JOBS = COMMON_JOBS | {
     # with and without Phase II (2), Table 25's other cold Phase II steps (2)
     "dprandp_private": 32 + 8 + 8 + 2 + 2,
     # feature caches on the photo crops, every ViT block pooled to 4 tokens: syn_vip_micro inception
-    # at 24, 32, 40 px (4 views, one per epoch) and centre at 16, 24, 32 px; vip_micro
+    # at 24, 32, 40 px (3 views, one per epoch) and centre at 16, 24, 32 px; vip_micro
     # inception; the WRN's third-to-last layer, inception and centre
     "transfer_features": 3 + 3 + 1 + 2,
 }
