@@ -235,7 +235,7 @@ def test_notes_appear_exactly_where_they_apply(table, batches, best, full, stand
     assert any("'Best' is momentum SGD" in n for n in notes) == best
     assert any(n.startswith("Full fine-tuning rows") for n in notes) == full
     assert any(n.startswith("Every row at the largest batch: 2^20 -> 0.8185") for n in notes) == (table == "table4")
-    assert any(n.startswith("Epochs row: the paper's base trains 10 epochs, ours 4") for n in notes) == (
+    assert any(n.startswith("Epochs row: the paper's base trains 10 epochs, ours 3") for n in notes) == (
         table == "table4"
     )
     # The chance level of the stand-in, in every accuracy table; no cell of these runs is near it.
