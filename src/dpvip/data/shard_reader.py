@@ -78,19 +78,17 @@ def members_record(table: MemberTable, shard_bytes: int, hashes: dict[str, str] 
     return record | ({"sha256": hashes} if hashes is not None else {})
 
 
-def load_hashes(path: Path) -> dict[str, str] | None:
-    """The per-sample SHA-256 a member table records (None: written without checksums)."""
-    try:
-        return json.loads(path.read_text()).get("sha256")
-    except (OSError, json.JSONDecodeError, AttributeError) as err:
-        raise DpvipInputError(f"member table {path} cannot be read: {first_line(err)}") from None
-
-
 def load_members(path: Path, shard: Path) -> MemberTable:
     """The member table of `shard` stored in `path`; refuses one made for another shard size."""
+    return load_members_record(path, shard)[0]
+
+
+def load_members_record(path: Path, shard: Path) -> tuple[MemberTable, dict[str, str] | None]:
+    """(member table, each sample's SHA-256 or None when indexed without checksums) of
+    `shard` from `path`, read once; refuses one made for another shard size."""
     try:
         record = json.loads(path.read_text())
-        recorded, samples = int(record["bytes"]), record["samples"]
+        recorded, samples, hashes = int(record["bytes"]), record["samples"], record.get("sha256")
         table = sorted(
             (key, {e: (int(o), int(n)) for e, (o, n) in members.items()}) for key, members in samples.items()
         )
@@ -101,7 +99,7 @@ def load_members(path: Path, shard: Path) -> MemberTable:
         raise DpvipInputError(
             f"shard {shard} has {size} bytes; its member table {path} was made for {recorded} (index it again)"
         )
-    return table
+    return table, hashes
 
 
 class ShardReader:
@@ -179,13 +177,16 @@ class ShardReader:
         shard, position = self.locate(index)
         if shard not in self._tables:
             sidecar = self.members[shard]
-            table = member_table(self.paths[shard]) if sidecar is None else load_members(sidecar, self.paths[shard])
+            if sidecar is None:
+                table, hashes = member_table(self.paths[shard]), None
+            else:
+                table, hashes = load_members_record(sidecar, self.paths[shard])
             if len(table) != self.counts[shard]:
                 raise DpvipInputError(
                     f"shard {self.paths[shard]} holds {len(table)} samples; its index says {self.counts[shard]}"
                 )
             self._tables[shard] = table
-            self._hashes[shard] = load_hashes(sidecar) if sidecar is not None else None
+            self._hashes[shard] = hashes
         key, members = self._tables[shard][position]
         handle = self._handle(shard)
         sample = {"__key__": key}

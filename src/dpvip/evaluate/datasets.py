@@ -16,7 +16,6 @@ Evaluation images are resized and centre-cropped (ViP A.3: 224 px at paper scale
 from __future__ import annotations
 
 import hashlib
-import os
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from dpvip.data.digits import CLASSES, MAX_VALUE, digits_split
 from dpvip.data.images import IMAGENET_MEAN, IMAGENET_STD, decode_image
 from dpvip.data.shard_reader import CorruptSample, ShardReader
 from dpvip.errors import DpvipInputError, first_line
+from dpvip.plan.data_paths import class_folders
 
 if TYPE_CHECKING:
     from torchvision import transforms
@@ -135,11 +135,6 @@ def evaluation_transform(image_size: int) -> transforms.Compose:
             transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
         ]
     )
-
-
-def class_folders(root: str | Path) -> list[str]:
-    """The class folder names of an ImageFolder tree, sorted (torchvision's order)."""
-    return sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
 
 
 def _named_class_folder(root: str, class_names: list[str] | None, **options):

@@ -42,16 +42,11 @@ def dataset_files(files: dict) -> dict:
     }
 
 
-def _categories(annotations: Path) -> int:
+def _counts(annotations: Path) -> tuple[int, int]:
+    """(categories, images) of a COCO annotation file."""
     try:
-        return len(json.loads(annotations.read_text())["categories"])
-    except (OSError, ValueError, KeyError) as err:
-        raise DpvipInputError(f"{annotations} is not a COCO annotation file: {err}") from None
-
-
-def _images(annotations: Path) -> int:
-    try:
-        return len(json.loads(annotations.read_text())["images"])
+        record = json.loads(annotations.read_text())
+        return len(record["categories"]), len(record["images"])
     except (OSError, ValueError, KeyError) as err:
         raise DpvipInputError(f"{annotations} is not a COCO annotation file: {err}") from None
 
@@ -170,7 +165,7 @@ def run_vitdet(
             "use backend torchvision for it"
         )
     registered = dataset_files(files)
-    classes = _categories(Path(registered[DATASET_NAMES["train"]]["json"]))
+    classes, train_images = _counts(Path(registered[DATASET_NAMES["train"]]["json"]))
     output = work / "output"
     command = vitdet_command(
         options, work / "vitdet_init.pth", output, converted["vit"], classes, standin, score_threshold
@@ -189,7 +184,7 @@ def run_vitdet(
     scores = final_scores(metrics, start)
     shutil.rmtree(output)  # read: its checkpoints (model_final.pth, 265 MB at ViT-B) are not results
     counts = {
-        "train_images": _images(Path(registered[DATASET_NAMES["train"]]["json"])),
-        "val_images": _images(Path(registered[DATASET_NAMES["val"]]["json"])),
+        "train_images": train_images,
+        "val_images": _counts(Path(registered[DATASET_NAMES["val"]]["json"]))[1],
     }
     return scores | counts | {"command": command, "datasets": registered, "conversion": converted}

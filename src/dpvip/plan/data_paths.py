@@ -17,8 +17,9 @@ from dpvip.errors import DpvipInputError
 REQUIRED_KEYS = {"image_folder": ("train", "test"), "shards": ("train", "test", "classes")}
 
 
-def _class_folders(root: Path) -> set[str]:
-    return {entry.name for entry in os.scandir(root) if entry.is_dir()}
+def class_folders(root: str | Path) -> list[str]:
+    """The class folder names of an ImageFolder tree, sorted (torchvision's order)."""
+    return sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
 
 
 def check_labelled_sets(config: dict, workdir: str | Path = ".") -> None:
@@ -41,7 +42,7 @@ def check_labelled_sets(config: dict, workdir: str | Path = ".") -> None:
                 continue
             train, test = (Path(workdir) / spec[split] for split in ("train", "test"))
             if train.is_dir() and test.is_dir():
-                unknown = sorted(_class_folders(test) - _class_folders(train))
+                unknown = sorted(set(class_folders(test)) - set(class_folders(train)))
                 if unknown:
                     raise DpvipInputError(
                         f"{prefix}.{name}: the test folder {spec['test']} has class folder(s) {', '.join(unknown)} "
