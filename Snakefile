@@ -20,6 +20,7 @@ report: os.environ.get("DPVIP_REPORT_FRONT", "report/workflow.rst")
 
 
 include: "rules/common.smk"
+include: "rules/transfer_plan.smk"
 include: "rules/reports.smk"
 include: "rules/privacy.smk"
 include: "rules/synthetic.smk"
