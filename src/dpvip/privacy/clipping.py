@@ -27,7 +27,13 @@ The loss sum is divided by K before the backward pass, so backprops are already 
 a Linear layer then treats an example's K views as K times the tokens (G_i^T A_i sums over
 them), and the sampled layers sum their K per-row gradients.
 
-The clip is flat over the whole model: c_i = min(1, C / (||g_i|| + 1e-6)), opacus' factor.
+The clip is flat over the whole model: c_i = min(1, C / (||g_i|| + 1e-6)), opacus' factor, in
+float32. Where the products run in reduced precision (under bf16/fp16 autocast, a 16-bit
+model, or float32 matrix products in TF32 / bf16), the layers' operands stay in the dtype the
+layer computed in (the Grams and clipped sums run on tensor cores, accumulating in float32)
+and c_i = min(1, C / bound_i) with a proven bound on what rounding can add
+(`dpvip.privacy.rounding`): every example's share of the summed gradient has norm at most C
+as the rounded operands give it.
 A per-example loss must depend on its own example only (no batch statistics), as in MAE.
 Each parameter must belong to one layer and be used by calling that layer, once per forward.
 Refused, each with a one-line `DpvipInputError` naming the layer by its name in the model
@@ -57,6 +63,13 @@ from opacus.grad_sample import GradSampleModule
 from torch import nn
 
 from dpvip.errors import DpvipInputError
+from dpvip.privacy.rounding import (
+    FORMED_ROUNDING,
+    SIXTEEN_BIT,
+    bounded_clip_factors,
+    ghost_bound_terms,
+    reduced_precision,
+)
 
 CLIP_EPSILON = 1e-6  # opacus' guard against division by a zero norm
 GRAM_BLOCK_TOKENS = 64  # about this many tokens per block of a ghost norm's Grams
@@ -76,41 +89,76 @@ class _Call:
     views: int = 1  # rows per example: an example's rows are consecutive
     backprops: torch.Tensor | None = None
     squared: list = field(default_factory=list)  # per-example squared norms, per parameter
+    bounded: bool = False  # reduced-precision products: `errors` and `roundings` are kept
+    errors: list = field(default_factory=list)  # per example, what rounding may take from `squared`
+    roundings: list = field(default_factory=list)  # per example, squared most rounding adds to the share
     parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
 
 
-def _as_tokens(tensor: torch.Tensor, views: int = 1) -> torch.Tensor:
-    """(examples, tokens, features) in fp32, whatever the leading shape; an example's
+def _as_tokens(tensor: torch.Tensor, views: int = 1, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """(examples, tokens, features) in `dtype`, whatever the leading shape; an example's
     `views` consecutive rows become one example with `views` times the tokens."""
-    return tensor.reshape(tensor.shape[0] // views, -1, tensor.shape[-1]).float()
+    return tensor.reshape(tensor.shape[0] // views, -1, tensor.shape[-1]).to(dtype)
 
 
-def _squares(per_example: torch.Tensor) -> torch.Tensor:
-    """Per-example squared L2 norms, in one fused reduction (no squared temporary)."""
-    return torch.linalg.vector_norm(per_example.reshape(per_example.shape[0], -1), dim=1).square()
+def _operand_dtype(backprops: torch.Tensor) -> torch.dtype:
+    """The dtype the layer computed in: 16-bit under autocast (its backprops have it), else fp32."""
+    return backprops.dtype if backprops.dtype in SIXTEEN_BIT else torch.float32
 
 
-def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+def _squares(per_example: torch.Tensor, wide: bool = False) -> torch.Tensor:
+    """Per-example squared L2 norms, in one fused reduction (no squared temporary); summed
+    in float64 where `wide` (the bounded clip needs them to the last bits)."""
+    flat = per_example.reshape(per_example.shape[0], -1)
+    return torch.linalg.vector_norm(flat, dim=1, dtype=torch.float64 if wide else None).square()
+
+
+def float32_bmm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x @ y in float32, accumulating in float32: 16-bit operands stay 16-bit on CUDA (tensor
+    cores, `out_dtype`), and are widened on CPU (where their products are exact in float32 too)."""
+    if x.dtype not in SIXTEEN_BIT:
+        return torch.bmm(x, y)
+    if x.is_cuda:
+        return torch.bmm(x, y, out_dtype=torch.float32)
+    return torch.bmm(x.float(), y.float())
+
+
+def _add_float32_mm_(total: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> None:
+    """total += x @ y (total float32), accumulating in float32 whatever the operands' dtype."""
+    if x.dtype not in SIXTEEN_BIT:
+        total.addmm_(x, y)
+    elif x.is_cuda:
+        total.add_(torch.mm(x, y, out_dtype=torch.float32))
+    else:
+        total.addmm_(x.float(), y.float())
+
+
+def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor, wide: bool = False) -> torch.Tensor:
     """Per example, <A A^T, G G^T> = ||G^T A||^2 from (examples, tokens, features) A and G.
 
     Both Grams are symmetric, so with the tokens cut into k blocks only block row i from
     block column i on is formed, the part right of the diagonal block counted twice:
     (k + 1) / 2k of the T^2 entries. k is about T / GRAM_BLOCK_TOKENS: on 2 CPU threads, a
     ViP decoder layer (T = 197) in 3 blocks takes 20-25% less time than one full Gram, while
-    blocks much under 50 tokens lose the saving to smaller matrix products."""
+    blocks much under 50 tokens lose the saving to smaller matrix products.
+
+    The Grams are float32 (16-bit operands on tensor cores, `float32_bmm`); with `wide`, their
+    entrywise products (exact in float64) and sums are float64, as the bounded clip assumes."""
     tokens = a.shape[1]
     blocks = max(1, round(tokens / GRAM_BLOCK_TOKENS))
+    sums = torch.float64 if wide else torch.float32 if a.dtype in SIXTEEN_BIT else a.dtype
     if blocks == 1:
         batch = a.shape[0]
         return torch.linalg.vecdot(
-            torch.bmm(a, a.transpose(1, 2)).view(batch, -1), torch.bmm(g, g.transpose(1, 2)).view(batch, -1)
+            float32_bmm(a, a.transpose(1, 2)).view(batch, -1).to(sums),
+            float32_bmm(g, g.transpose(1, 2)).view(batch, -1).to(sums),
         )
     size = -(-tokens // blocks)
-    total = torch.zeros(a.shape[0], dtype=a.dtype, device=a.device)
+    total = torch.zeros(a.shape[0], dtype=sums, device=a.device)
     for start in range(0, tokens, size):
         end = min(start + size, tokens)
-        product = torch.bmm(a[:, start:end], a[:, start:].transpose(1, 2))
-        product.mul_(torch.bmm(g[:, start:end], g[:, start:].transpose(1, 2)))
+        product = float32_bmm(a[:, start:end], a[:, start:].transpose(1, 2)).to(sums)
+        product.mul_(float32_bmm(g[:, start:end], g[:, start:].transpose(1, 2)))
         total += product[:, :, : end - start].sum((1, 2))  # the diagonal block: both halves in it
         total += 2 * product[:, :, end - start :].sum((1, 2))  # its mirror image is not formed
     return total
@@ -123,32 +171,54 @@ def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, cal
     squared = []
     if layer.weight.requires_grad:
         if tokens * (fan_in + fan_out) < fan_in * fan_out:
-            squared.append(ghost_squared_norms(a, g))
+            squared.append(ghost_squared_norms(a, g, wide=call.bounded))
             call.parts["weight"] = ("ghost", a, g)
+            if call.bounded:
+                error, rounding = ghost_bound_terms(a, g)
+                call.errors.append(error)
+                call.roundings.append(rounding)
         else:
-            per_example = torch.bmm(g.transpose(1, 2), a)
-            squared.append(_squares(per_example))
-            call.parts["weight"] = ("formed", per_example)
+            squared.append(_formed(call, "weight", float32_bmm(g.transpose(1, 2), a)))
     if layer.bias is not None and layer.bias.requires_grad:
-        per_example = g.sum(1)
-        squared.append(_squares(per_example))
-        call.parts["bias"] = ("formed", per_example)
+        squared.append(_formed(call, "bias", g.sum(1, dtype=torch.float32)))
+    return squared
+
+
+def _formed(call: _Call, name: str, per_example: torch.Tensor) -> torch.Tensor:
+    """Keeps a formed per-example gradient (float32) for the sum; its squared norms."""
+    call.parts[name] = ("formed", per_example)
+    squared = _squares(per_example, wide=call.bounded)
+    if call.bounded:
+        call.roundings.append(FORMED_ROUNDING**2 * squared)
     return squared
 
 
 def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
-    return _token_squared_norms(
-        layer, _as_tokens(call.activations, call.views), _as_tokens(call.backprops, call.views), call
-    )
+    dtype = _operand_dtype(call.backprops)
+    a = _as_tokens(call.activations, call.views, dtype)
+    return _token_squared_norms(layer, a, _as_tokens(call.backprops, call.views, dtype), call)
+
+
+def _patches(layer: nn.Conv2d, images: torch.Tensor) -> torch.Tensor:
+    """(examples, positions, in-channels x kernel positions), in the order of the weight's
+    (in, kh, kw) flattening: F.unfold, or for a patch embedding (stride = kernel, no padding,
+    no dilation, the image a whole number of patches) the same values by one reshaping copy,
+    without im2col."""
+    (kh, kw), (sh, sw) = layer.kernel_size, layer.stride
+    batch, channels, height, width = images.shape
+    patchify = (kh, kw) == (sh, sw) and layer.padding == (0, 0) and layer.dilation == (1, 1)
+    if patchify and height % kh == 0 and width % kw == 0:
+        grid = images.reshape(batch, channels, height // kh, kh, width // kw, kw)
+        return grid.permute(0, 2, 4, 1, 3, 5).reshape(batch, (height // kh) * (width // kw), channels * kh * kw)
+    return F.unfold(images, layer.kernel_size, layer.dilation, layer.padding, layer.stride).transpose(1, 2)
 
 
 def _conv_squared_norms(layer: nn.Conv2d, call: _Call) -> list:
-    """A convolution is a Linear layer on its input's unfolded patches: tokens are output
-    positions (times the views), features the in-channels x kernel positions, in the order
-    of the weight's (in, kh, kw) flattening."""
-    patches = F.unfold(call.activations, layer.kernel_size, layer.dilation, layer.padding, layer.stride)
-    a = _as_tokens(patches.transpose(1, 2), call.views)
-    g = _as_tokens(call.backprops.flatten(2).transpose(1, 2), call.views)
+    """A convolution is a Linear layer on its input's patches: tokens are output positions
+    (times the views), features the in-channels x kernel positions."""
+    dtype = _operand_dtype(call.backprops)
+    a = _as_tokens(_patches(layer, call.activations.to(dtype)), call.views, dtype)
+    g = _as_tokens(call.backprops.flatten(2).transpose(1, 2), call.views, dtype)
     return _token_squared_norms(layer, a, g, call)
 
 
@@ -158,11 +228,12 @@ def _linear_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor
         total = sums[getattr(layer, name)]
         if part[0] == "ghost":
             a, g = part[1], part[2]
-            if a.shape[2] < g.shape[2]:  # scale the smaller operand
-                a = a * factors[:, None, None]
+            # Scale the smaller operand (in float32, then rounded once to its dtype: `rounding`).
+            if a.shape[2] < g.shape[2]:
+                a = (a * factors[:, None, None]).to(a.dtype)
             else:
-                g = g * factors[:, None, None]
-            total.view(total.shape[0], -1).addmm_(g.reshape(-1, g.shape[2]).T, a.reshape(-1, a.shape[2]))
+                g = (g * factors[:, None, None]).to(g.dtype)
+            _add_float32_mm_(total.view(total.shape[0], -1), g.reshape(-1, g.shape[2]).T, a.reshape(-1, a.shape[2]))
         else:
             per_example = part[1]
             total.view(-1).addmv_(per_example.reshape(per_example.shape[0], -1).T, factors)
@@ -173,12 +244,12 @@ def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
     sampler = GradSampleModule.GRAD_SAMPLERS[type(layer)]
     per_example = sampler(layer, [call.activations], call.backprops)
     # Per row, then summed over an example's views (the backprops already carry the 1 / K).
-    call.parts = {param: grad.float().unflatten(0, (-1, call.views)).sum(1) for param, grad in per_example.items()}
-    return [_squares(grad) for grad in call.parts.values()]
+    grads = {param: grad.float().unflatten(0, (-1, call.views)).sum(1) for param, grad in per_example.items()}
+    return [_formed(call, param, grad) for param, grad in grads.items()]
 
 
 def _sampled_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor, sums: dict) -> None:
-    for param, grad in call.parts.items():
+    for param, (_, grad) in call.parts.items():
         sums[param].view(-1).addmv_(grad.reshape(grad.shape[0], -1).T, factors)
 
 
@@ -256,6 +327,8 @@ class ClippedGradientSum:
         self._sum_of = {param: total for param, total in zip(self.params, self.sums)}
         self._layer_rules = {layer: _rules(layer) for layer in self.layers}
         self._idle_checked: set[frozenset] = set()  # sets of layers not run whose parameters are checked unused
+        self._sixteen_bit_params = any(p.dtype in SIXTEEN_BIT for p in self.params)
+        self._bounded = False  # this micro-batch's products run in reduced precision
         self.examples = 0
 
     def _watched_layers(self) -> list[nn.Module]:
@@ -307,8 +380,9 @@ class ClippedGradientSum:
         if call is None or call.output is None:  # not a backward pass of `add`
             return
         call.output, call.backprops = None, backprops
-        # Norms in float32 even under autocast (bf16 on GPUs): each example's share is then
-        # at most C up to float32 rounding; a bf16 norm would err by ~0.4%.
+        call.bounded = self._bounded or backprops.dtype in SIXTEEN_BIT
+        # The rules choose their own precision (float32 accumulation, float64 norm sums where
+        # bounded): autocast must not recast their products.
         with torch.autocast(backprops.device.type, enabled=False):
             call.squared = self._layer_rules[layer][0](layer, call)
         call.activations = call.backprops = None  # `parts` keeps what the sum needs
@@ -324,6 +398,10 @@ class ClippedGradientSum:
                 "the clipper watches the forward pass it runs"
             )
         self._calls.clear()
+        device = self.flat.device.type
+        self._bounded = (
+            self._sixteen_bit_params or torch.is_autocast_enabled(device) or reduced_precision(torch.float32, device)
+        )
         self._recording = True
         try:
             losses = per_example_losses()
@@ -360,14 +438,29 @@ class ClippedGradientSum:
         for layer, call in calls:
             self._check_rows(layer, call.squared, examples)
         squared = [part for _, call in calls for part in call.squared]  # in forward order, as before
-        norms = torch.stack(squared).sum(0).sqrt() if squared else torch.zeros(examples, device=losses.device)
-        factors = clip_factors(norms, self.clip_norm)
+        if not squared:
+            norms = torch.zeros(examples, device=losses.device)
+            factors = clip_factors(norms, self.clip_norm)
+        elif any(call.bounded for _, call in calls):
+            norms, factors = self._bounded_factors(calls, squared)
+        else:  # a ghost norm of cancelling tokens can round below zero
+            norms = torch.stack(squared).sum(0).clamp_(min=0).sqrt()
+            factors = clip_factors(norms, self.clip_norm)
         with torch.autocast(losses.device.type, enabled=False):
             for layer, call in calls:
                 if call.parts:
                     self._layer_rules[layer][1](layer, call, factors, self._sum_of)
                 call.parts = {}
         return norms
+
+    def _bounded_factors(self, calls: list, squared: list) -> tuple[torch.Tensor, torch.Tensor]:
+        """(norms, clip factors) where products ran in reduced precision: the factors bound
+        each example's share by C whatever the rounding (`dpvip.privacy.rounding`)."""
+        zero = torch.zeros_like(squared[0], dtype=torch.float64)
+        total = torch.stack([part.double() for part in squared]).sum(0).clamp_(min=0)
+        errors = sum((part for _, call in calls for part in call.errors), zero)
+        roundings = sum((part for _, call in calls for part in call.roundings), zero)
+        return total.sqrt().float(), bounded_clip_factors(total, errors, roundings, self.clip_norm)
 
     def _check_unseen_uses(self, losses: torch.Tensor) -> None:
         """Refuse a watched layer's parameter that the losses depend on although the layer

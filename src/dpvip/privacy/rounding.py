@@ -1,0 +1,118 @@
+"""A proven bound on what rounding can add to an example's clipped contribution, for the
+clipper's products in reduced precision (bf16 tensor cores under autocast, or TF32 / bf16
+for float32 matrix products where torch allows them).
+
+Notation, for one example and one layer whose weight gradient is W = sum_t g_t a_t^T over
+its T tokens (a_t: the layer's input as the layer used it, g_t: its output's backprop):
+alpha_t = ||a_t||, beta_t = ||g_t||, S = sum_t alpha_t beta_t (so ||W|| <= S). Model of the
+arithmetic (the standard one, Higham's "Accuracy and Stability of Numerical Algorithms" ch. 2
+-3, with a doubled unit for accumulators that truncate, as tensor cores were found to do by
+Fasi et al. 2021, "Numerical behavior of NVIDIA tensor cores"):
+
+- a product of two bf16 (or fp16) numbers is exact in float32 (8 + 8 significant bits <= 24);
+  a product of float32 operands errs by at most `product_error` relative (2^-24 in IEEE,
+  about 2^-10 where TF32 rounds both operands to 11 bits, 2^-7 for bf16);
+- a float32 sum of n such products errs by at most gamma_n sum |x_k y_k|, gamma_n =
+  n u / (1 - n u), u = 2^-23 (twice float32's unit roundoff, covering truncation); in float64,
+  u = 2^-53.
+
+Then, per example:
+
+1. The ghost norm N^2 = <fl(A A^T), fl(G G^T)> (Grams in float32, their entrywise products
+   and sum in float64) differs from ||W||^2 by at most eps S^2, eps = g_in + g_out + g_in g_out
+   + gamma64_{T^2+1} (1 + g_in)(1 + g_out), g_n = (1 + product_error)(1 + gamma_n) - 1: each
+   Gram entry errs by at most g_n ||a_s|| ||a_t|| (Cauchy-Schwarz), and sum_{s,t} alpha_s alpha_t
+   beta_s beta_t = S^2.
+2. The clipped sum multiplies the rounded scaled operand fl(c g_t) (or fl(c a_t)) by the other
+   one: the example's share differs from c W by at most r = c S ((1 + u_scale)(1 +
+   product_error)(1 + gamma_T) - 1) in Frobenius norm (triangle inequality over tokens), with
+   u_scale the rounding of the scaled operand to its dtype (2^-8 for bf16).
+3. A layer whose per-example gradient F is formed (biases, LayerNorm, small Linear layers)
+   adds c F: its squared norm is summed in float64, and the product c F rounds by 2^-24:
+   r = 2^-23 c ||F|| covers both.
+
+Over the layers, the share M of an example satisfies ||M|| <= c (sqrt(sum N^2 + sum eps S^2) +
+sqrt(sum r^2)) (Minkowski), so the clip factor c = min(1, C / bound) keeps ||M|| <= C as the
+rounded operands give it. What this leaves out, as every floating-point DP library does: the
+summation over examples in the clipped sums' matrix products (relative 2^-23 per addition of
+the running sum, whatever the clip), and the noise's own rounding.
+
+In full float32 ('highest' matrix precision, no autocast) the clipper keeps opacus' factor
+min(1, C / (N + 1e-6)): its rounding is of order 2^-24 S, four orders below bf16's, and every
+seeded run there stays bit-identical.
+"""
+
+from __future__ import annotations
+
+import torch
+
+ACCUMULATION_UNIT = 2.0**-23  # float32 accumulation, doubled for truncating tensor cores
+FLOAT64_UNIT = 2.0**-53
+FACTOR_MARGIN = 2.0**-20  # the clip factor's own rounding to float32, with room to spare
+FORMED_ROUNDING = 2.0**-23  # c F in float32 plus the float64 norm of F, relative to ||F||
+SIXTEEN_BIT = (torch.bfloat16, torch.float16)
+_UNIT_ROUNDOFF = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}
+_FP32_PRODUCTS = {"highest": 2.0**-24, "high": 2 * 2.0**-11 + 2.0**-22, "medium": 2 * 2.0**-8 + 2.0**-16}
+
+
+def gamma(n: int | torch.Tensor, unit: float = ACCUMULATION_UNIT):
+    """Higham's gamma_n = n u / (1 - n u): the relative error bound of an n-term sum."""
+    return n * unit / (1 - n * unit)
+
+
+def fp32_matmul_precision(device_type: str) -> str:
+    """How torch runs float32 matrix products on `device_type`: 'highest' (IEEE float32),
+    'high' (TF32 on CUDA) or 'medium' (bf16)."""
+    precision = torch.get_float32_matmul_precision()
+    if device_type == "cuda" and precision == "highest":
+        matmul = torch.backends.cuda.matmul
+        if matmul.allow_tf32 or getattr(matmul, "fp32_precision", "none") == "tf32":
+            return "high"
+    return precision
+
+
+def product_error(dtype: torch.dtype, device_type: str) -> float:
+    """Relative error of one product of two operands of `dtype` inside a matrix product
+    accumulating in float32 (0 for 16-bit operands: their products are exact in float32)."""
+    if dtype in SIXTEEN_BIT:
+        return 0.0
+    return _FP32_PRODUCTS[fp32_matmul_precision(device_type)]
+
+
+def reduced_precision(dtype: torch.dtype, device_type: str) -> bool:
+    """Whether products of `dtype` operands round more than IEEE float32 does."""
+    return dtype in SIXTEEN_BIT or fp32_matmul_precision(device_type) != "highest"
+
+
+def token_norm_sum(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """S = sum_t ||a_t|| ||g_t|| per example, in float64, from (examples, tokens, features)."""
+    alpha = torch.linalg.vector_norm(a, dim=2, dtype=torch.float64)
+    beta = torch.linalg.vector_norm(g, dim=2, dtype=torch.float64)
+    return torch.linalg.vecdot(alpha, beta)
+
+
+def ghost_bound_terms(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(eps S^2, r^2 / c^2) per example for a ghost-norm layer (items 1 and 2 above): the most
+    rounding can take from the squared norm, and the squared most that rounding the scaled
+    operand can add to the unscaled share."""
+    tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
+    errs = product_error(a.dtype, a.device.type)
+    g_in = (1 + errs) * (1 + gamma(fan_in)) - 1
+    g_out = (1 + errs) * (1 + gamma(fan_out)) - 1
+    eps = g_in + g_out + g_in * g_out + gamma(tokens * tokens + 1, FLOAT64_UNIT) * (1 + g_in) * (1 + g_out)
+    scaled = min(a, g, key=lambda x: x.shape[2])  # the clipped sum scales the smaller operand
+    u_scale = _UNIT_ROUNDOFF[scaled.dtype] if scaled.dtype == torch.float32 else (
+        (1 + _UNIT_ROUNDOFF[scaled.dtype]) * (1 + 2.0**-24) - 1  # via float32, then to 16 bits
+    )
+    share = (1 + u_scale) * (1 + errs) * (1 + gamma(tokens)) - 1
+    total = token_norm_sum(a, g)
+    return eps * total.square(), (share * total).square()
+
+
+def bounded_clip_factors(
+    squared: torch.Tensor, errors: torch.Tensor, roundings: torch.Tensor, clip_norm: float
+) -> torch.Tensor:
+    """min(1, C / bound) per example (float32), bound = sqrt(squared + errors) + sqrt(roundings)
+    (each summed over layers, float64) enlarged by FACTOR_MARGIN, plus opacus' 1e-6."""
+    bound = (squared + errors).sqrt() + roundings.sqrt()
+    return (clip_norm / (bound * (1 + FACTOR_MARGIN) + 1e-6)).clamp(max=1.0).float()
