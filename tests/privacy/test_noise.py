@@ -15,10 +15,8 @@ import numpy as np
 from dpvip.privacy.noise import (
     DRAWS,
     MT_WORDS,
-    _xor_normal_,
     gaussian_noise,
     keyed_cpu_generator,
-    keyed_philox_state,
     noise_stream,
     privatize,
     privatize_,
@@ -179,40 +177,12 @@ def test_keys_whose_seeds_share_their_low_32_bits_give_different_noise():
 
 def test_material_sharing_its_first_64_bits_gives_different_noise():
     """A stream depends on all 256 bits of its material, not on a 64-bit prefix (CUDA's
-    Philox takes a 64-bit seed: two generators of 125 bits each there)."""
+    Philox takes a 64-bit key: two generators of 128 bits each there)."""
     material = hashlib.sha256(b"material").digest()
     twin = material[:16] + bytes(16)  # the first 64 and 128 bits shared
     a = gaussian_noise((20_000,), 1.0, type(noise_stream(RunRandomness.seeded(0), 0, CPU))(material, CPU))
     b = gaussian_noise((20_000,), 1.0, type(noise_stream(RunRandomness.seeded(0), 0, CPU))(twin, CPU))
     assert not (a == b).any() and abs(torch.corrcoef(torch.stack([a, b]))[0, 1]) < 0.05
-
-
-def test_philox_state_is_a_64_bit_key_and_an_offset_that_is_a_multiple_of_4():
-    """CUDA's generator state: (seed, offset) as two int64, the offset a multiple of 4 below
-    2^63: 64 + 61 bits of key material per generator."""
-    material = bytes(range(255, 239, -1))  # high bits set: the seed wraps to a negative int64
-    seed, offset = keyed_philox_state(material).view(torch.int64).tolist()
-    assert seed % (1 << 64) == int.from_bytes(material[:8], "little")
-    assert offset % 4 == 0 and 0 <= offset < 1 << 63
-    assert offset // 4 == int.from_bytes(material[8:16], "little") >> 3
-
-
-def test_xor_of_two_generators_gives_standard_normals_that_need_both():
-    """The CUDA path's draw (run here on two keyed CPU generators): N(0, 1) by its moments and
-    P(|z| < 1), and changing either generator changes every value."""
-
-    def generator(label: bytes) -> torch.Generator:
-        return keyed_cpu_generator(hashlib.shake_256(label).digest(4 * MT_WORDS))
-
-    n = 400_000
-    draws = _xor_normal_(torch.empty(n), generator(b"a"), generator(b"b")).double()
-    assert abs(draws.mean().item()) < 5 / math.sqrt(n)
-    assert draws.std().item() == pytest.approx(1.0, rel=5 / math.sqrt(2 * n))
-    inside = (draws.abs() < 1).double().mean().item()
-    assert inside == pytest.approx(math.erf(1 / math.sqrt(2)), abs=5 * math.sqrt(0.6827 * 0.3173 / n))
-    for pair in ((b"a", b"c"), (b"c", b"b")):
-        other = _xor_normal_(torch.empty(n), generator(pair[0]), generator(pair[1])).double()
-        assert (other == draws).double().mean() < 1e-3
 
 
 def test_a_stream_never_prints_its_material():

@@ -8,21 +8,19 @@ number of ranks. Each coordinate is the sum of four draws divided by 2 (same law
 `randomness` for why).
 
 Key material. Each release (a step's noise, or another noisy release: `purpose`) has 256
-bits of key material, HMAC-SHA256 of the run's secret. The noise is drawn in chunks of
-`NOISE_CHUNK` coordinates, each from generators whose whole state is expanded from that
-material and the chunk's number by SHAKE-256:
+bits of key material, HMAC-SHA256 of the run's secret, from which SHAKE-256 expands every
+generator's whole state:
 
-- CPU: one mt19937 generator per chunk, its 624 32-bit state words (19,968 bits) all set
-  from the material with `set_state` (`keyed_cpu_generator`). `manual_seed` would keep the
-  low 32 bits of a seed only: 2^32 streams, which a search enumerates.
-- CUDA: Philox's state is a 64-bit key and a 64-bit counter offset (a multiple of 4): 125
-  bits set from the material (`keyed_philox_state`). Two such generators, with independent
-  material, give each draw's 64-bit words, XORed (`_xor_normal_`), then turned into normals
-  by Box-Muller: guessing one generator tells nothing about the XOR, so a search must guess
-  both (250 bits). Unit-tested on CPU generators; it has not run on a GPU yet.
+- CPU: the noise is drawn in chunks of `NOISE_CHUNK` coordinates, one mt19937 generator per
+  chunk, its 624 32-bit state words (19,968 bits) all set from the material and the chunk's
+  number with `set_state` (`keyed_cpu_generator`). `manual_seed` would keep the low 32 bits
+  of a seed only: 2^32 streams, which a search enumerates. Chunks are drawn on all of torch's
+  CPU threads at once, with the same bits whatever their number.
+- CUDA: one fused Triton kernel (`dpvip.privacy.cuda_noise`) adds all four draws of every
+  coordinate in one pass over memory, from two Philox-4x32 generators of 128 bits of
+  material each (64-bit key, upper counter words), XORed: a search must guess both.
 
-So every draw rests on the 256 bits of the step's material. Chunks are drawn on all of
-torch's CPU threads at once, with the same bits whatever their number.
+So every draw rests on the 256 bits of the step's material.
 
 Normalisation is by the expected batch size q * n, not by the realised one: the realised
 size is data-dependent and not privatised, while q * n is public (opacus does the same, and
@@ -32,7 +30,6 @@ the ViP paper's equation 3 divides by the average batch size B).
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dpvip.privacy.cuda_noise import keyed_normal_add_
 from dpvip.privacy.randomness import RunRandomness
 
 DRAWS = 4  # N(0, s^2) as (x1 + x2 + x3 + x4) / 2, as opacus' secure_mode draws it
@@ -67,15 +65,14 @@ class NoiseStream:
         return hashlib.shake_256(message).digest(size)
 
     def draw_(self, out: torch.Tensor, chunk: int) -> Callable[[torch.Tensor], torch.Tensor]:
-        """A function filling its argument (of `out`'s device) with N(0, 1) draws of chunk
-        `chunk`'s stream, one draw after another."""
-        if out.device.type == "cpu":
-            generator = keyed_cpu_generator(self.chunk_material(chunk, b"mt19937", 4 * MT_WORDS))
-            return lambda scratch: scratch.normal_(generator=generator)
-        first, second = (
-            _philox(self.chunk_material(chunk, label, 16), out.device) for label in (b"philox a", b"philox b")
-        )
-        return lambda scratch: _xor_normal_(scratch, first, second)
+        """A function filling its argument (on CPU) with N(0, 1) draws of chunk `chunk`'s
+        stream, one draw after another."""
+        generator = keyed_cpu_generator(self.chunk_material(chunk, b"mt19937", 4 * MT_WORDS))
+        return lambda scratch: scratch.normal_(generator=generator)
+
+    def philox_material(self) -> tuple[bytes, bytes]:
+        """The CUDA kernel's two generators' 16 bytes of material each."""
+        return self.chunk_material(0, b"philox a", 16), self.chunk_material(0, b"philox b", 16)
 
 
 def keyed_cpu_generator(words: bytes) -> torch.Generator:
@@ -91,33 +88,6 @@ def keyed_cpu_generator(words: bytes) -> torch.Generator:
     return generator
 
 
-def keyed_philox_state(material: bytes) -> torch.Tensor:
-    """A CUDA (Philox) generator state from 16 bytes: the 64-bit key and a counter offset,
-    which Philox needs to be a multiple of 4 below 2^63 (61 bits): 125 bits in all."""
-    seed = int.from_bytes(material[:8], "little")
-    offset = 4 * (int.from_bytes(material[8:16], "little") >> 3)
-    return torch.tensor([seed - (1 << 64) if seed >= 1 << 63 else seed, offset], dtype=torch.int64).view(torch.uint8)
-
-
-def _philox(material: bytes, device: torch.device) -> torch.Generator:
-    generator = torch.Generator(device=device)
-    generator.set_state(keyed_philox_state(material))
-    return generator
-
-
-def _xor_normal_(out: torch.Tensor, first: torch.Generator, second: torch.Generator) -> torch.Tensor:
-    """N(0, 1) draws into `out` (float32) from the XOR of two generators' 64-bit words: one
-    Box-Muller normal per word, from its two 24-bit halves (u1 in (0, 1], u2 in [0, 1))."""
-    words = torch.empty(out.shape, dtype=torch.int64, device=out.device)
-    words.random_(-(1 << 63), None, generator=first)
-    words.bitwise_xor_(torch.empty_like(words).random_(-(1 << 63), None, generator=second))
-    scale = 2.0**-24
-    u1 = ((words >> 40) & 0xFFFFFF).add_(1).to(torch.float64).mul_(scale)
-    u2 = ((words >> 8) & 0xFFFFFF).to(torch.float64).mul_(scale)
-    normals = u1.log_().mul_(-2).sqrt_().mul_(u2.mul_(2 * math.pi).cos_())
-    return out.copy_(normals)
-
-
 def noise_stream(randomness: RunRandomness, step: int, device: torch.device, purpose: str = "noise") -> NoiseStream:
     """The stream of `step`'s noise (or of another noisy release: `purpose`)."""
     return NoiseStream(randomness.material(purpose, step), torch.device(device))
@@ -131,8 +101,13 @@ def add_gaussian_noise_(values: torch.Tensor, std: float, stream: NoiseStream) -
     keyed generators, so that on CPU (where one `normal_` runs on one thread) the chunks are
     drawn on all of torch's threads at once, with the same result whatever their number."""
     flat = values.view(-1)
+    if flat.device.type == "cuda":
+        keyed_normal_add_(flat, std, *stream.philox_material())
+        return values
+    if flat.device.type != "cpu":
+        raise ValueError(f"DP noise is drawn on CPU or CUDA, not on {flat.device.type}")
     chunks = flat.split(NOISE_CHUNK)
-    workers = min(torch.get_num_threads(), len(chunks)) if flat.device.type == "cpu" else 1
+    workers = min(torch.get_num_threads(), len(chunks))
 
     def draw_every(first: int) -> None:  # chunks first, first + workers, ...: one scratch buffer
         scratch = torch.empty(min(NOISE_CHUNK, flat.numel()), device=flat.device, dtype=flat.dtype)
