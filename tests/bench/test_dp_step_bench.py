@@ -69,6 +69,9 @@ def test_micro_batches_add_up_to_the_batch():
     assert [len(x) for x, _ in chunks] == [3, 1]
     summed = [a + b for a, b in zip(*(ours.clipped_sum(x, n) for x, n in chunks))]
     assert max_relative_difference(summed, ours.clipped_sum(images, noise)) <= 1e-5
+    # the cross-check's sum is taken micro-batch by micro-batch: the same values, bit for bit
+    batch = ours.batch_clipped_sum(images, noise)
+    assert all(torch.equal(a, b) for a, b in zip(batch, summed))
 
 
 @pytest.mark.slow
@@ -106,7 +109,7 @@ def test_the_non_private_step_accumulates_micro_batches_to_the_one_pass_gradient
     assert max_relative_difference([p.grad for p in split.params], [p.grad for p in whole.params]) <= 1e-5
 
 
-def test_the_vip_base_preset_sets_the_shape_and_flags_override_it():
+def test_the_presets_set_the_shape_and_flags_override_them():
     from dpvip.cli import build_parser
     from dpvip.cli.bench import dp_step_shape
 
@@ -117,6 +120,8 @@ def test_the_vip_base_preset_sets_the_shape_and_flags_override_it():
         "patch_size": 16,
         "batch": 128,
         "micro_batch": 32,
+        "device": "cpu",
+        "precision": "fp32",
     }
     changed = build_parser().parse_args(["bench", "dp-step", "--preset", "vip-base", "--batch", "32"])
     assert dp_step_shape(changed)["batch"] == 32 and dp_step_shape(changed)["micro_batch"] == 32
@@ -127,6 +132,19 @@ def test_the_vip_base_preset_sets_the_shape_and_flags_override_it():
         "patch_size": 4,
         "batch": 64,
         "micro_batch": None,
+        "device": "cpu",
+        "precision": "fp32",
+    }
+    # paper: one GPU's share of a paper step, bf16 on CUDA; a flag still overrides it
+    paper = build_parser().parse_args(["bench", "dp-step", "--preset", "paper", "--precision", "fp32"])
+    assert dp_step_shape(paper) == {
+        "model": "base",
+        "image_size": 224,
+        "patch_size": 16,
+        "batch": 2048,
+        "micro_batch": 256,
+        "device": "cuda",
+        "precision": "fp32",
     }
 
 

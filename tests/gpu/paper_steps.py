@@ -1,6 +1,8 @@
 """The GPU check, run by hand where a GPU is lent (no test collects it on CPU machines; its
-tiny form runs in tests/gpu/test_paper_steps.py): the DP-step bench at ViP-Base shape in
-fp32 and bf16, then one or two real steps of each paper GPU job type that only a GPU runs at
+tiny form runs in tests/gpu/test_paper_steps.py): the DP step's speed and clip bound
+(`dp_speed`: the bench at ViP-Base shape in bf16 and fp32 and the `paper` preset, each DP
+job type's step against its non-private step, the fused noise kernel, the clip bound on the
+device), then one or two real steps of each paper GPU job type that only a GPU runs at
 paper shape, through the same code paths the workflow's jobs take:
 
 - DP-MAE (ViP) at MAE base, 224 px, micro-batches of 32, an expected batch of one GPU's
@@ -10,7 +12,8 @@ paper shape, through the same code paths the workflow's jobs take:
 - COCO ViTDet-B at 1024 px (the torchvision backend) on the generated stand-in, one GPU's
   share of a paper step: 8 images in passes of 1.
 
-    PYTHONPATH=src python tests/gpu/paper_steps.py --out OUT [--device cuda] [--tiny]
+    PYTHONPATH=src python tests/gpu/paper_steps.py --out OUT [--device cuda] [--tiny] [--parts ...]
+        [--before OLD_SRC]   # ours of an earlier src/ beside the bench, for a before/after
 
 Writes OUT/paper_steps.json (seconds, peak GPU memory, the results) and OUT/bench_*.json, and
 prints a summary. `--tiny` runs micro shapes on CPU in about a minute (the test).
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import subprocess
 import sys
 import time
@@ -31,6 +35,9 @@ import torch
 import yaml
 
 from dpvip.plan.vip_evaluations import Evaluation
+
+sys.path.insert(0, str(Path(__file__).parent))
+import dp_speed  # noqa: E402  (tests/gpu/dp_speed.py, beside this script)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,20 +62,6 @@ def timed(device: str, part):
         torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
     return round(time.perf_counter() - began, 2), peak, value
-
-
-def bench(out: Path, device: str, tiny: bool) -> dict:
-    shape = ["--batch", "8", "--rounds", "2"] if tiny else ["--preset", "vip-base", "--rounds", "3"]
-    records = {}
-    for precision in ("fp32", "bf16"):
-        text = dpvip("bench", "dp-step", *shape, "--device", device, "--precision", precision, "--json")
-        (out / f"bench_{precision}.json").write_text(text)
-        record = json.loads(text)
-        records[precision] = {
-            name: {key: row[key] for key in ("seconds_per_step", "time_ratio", "peak_mb", "memory_ratio")}
-            for name, row in record["methods"].items()
-        } | {"cross_check": record["cross_check"]}
-    return records
 
 
 def _write_image(job: tuple[Path, int]) -> None:
@@ -212,8 +205,8 @@ def profile(out: Path, device: str, tiny: bool) -> dict:
 
     from dpvip.bench import BenchSetup, make_methods
 
-    shape = {"batch": 8} if tiny else {"model": "base", "image_size": 224, "patch_size": 16, "batch": 128}
-    setup = BenchSetup(**shape, micro_batch=None if tiny else 32, device=device, precision="bf16")
+    shape = {"batch": 8} if tiny else {"model": "base", "image_size": 224, "patch_size": 16, "batch": 512}
+    setup = BenchSetup(**shape, micro_batch=None if tiny else 256, device=device, precision="bf16")
     methods, images, noise = make_methods(["nonprivate", "ours"], setup)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     summary = {}
@@ -240,8 +233,8 @@ def profile(out: Path, device: str, tiny: bool) -> dict:
 
 
 def noise(device: str, tiny: bool) -> dict:
-    """The device's noise path (on CUDA: two keyed Philox streams XORed, then Box-Muller; on CPU:
-    keyed mt19937): N(0, 1) by its moments and a Kolmogorov-Smirnov test, the same stream
+    """The device's noise path (on CUDA: the fused kernel of two keyed Philox generators XORed,
+    then Box-Muller; on CPU: keyed mt19937): N(0, 1) by its moments and a Kolmogorov-Smirnov test, the same stream
     twice gives the same draws, another step other draws; and its time per coordinate."""
     from scipy import stats
 
@@ -274,9 +267,12 @@ def main() -> int:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
     parser.add_argument("--tiny", action="store_true", help="micro shapes, for a CPU test")
     parser.add_argument("--finetune-batch", type=int, default=4096, help="DP fine-tuning's expected batch")
-    parts = ["noise", "dp_mae", "coco", "dp_finetune", "ade20k", "bench", "profile"]
+    parser.add_argument("--before", type=Path, help="an earlier src/ whose ours the bench times beside")
+    parts = ["bound", "noise", "noise_kernel", "bench", "ratios", "dp_mae", "coco", "dp_finetune", "ade20k", "profile"]
     parser.add_argument("--parts", nargs="+", default=parts, choices=parts)
     args = parser.parse_args()
+    if args.device == "cpu":  # the fused noise kernel then runs in Triton's interpreter
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("paper_steps: no CUDA device here")
     out = Path(args.out)
@@ -293,7 +289,13 @@ def main() -> int:
         began = time.perf_counter()
         try:
             if part == "bench":
-                report["bench"] = bench(out, args.device, args.tiny)
+                report["bench"] = dp_speed.bench_shapes(out, args.device, args.tiny, args.before)
+            elif part == "ratios":
+                report["ratios"] = dp_speed.job_ratios(args.device, args.tiny)
+            elif part == "bound":
+                report["bound"] = dp_speed.bound(args.device, args.tiny)
+            elif part == "noise_kernel":
+                report["noise_kernel"] = dp_speed.noise_kernel(args.device, args.tiny)
             elif part == "dp_mae":
                 report["dp_mae"], checkpoint = dp_mae(work, args.device, args.tiny)
             elif part == "dp_finetune":

@@ -145,12 +145,17 @@ class Method:
         no step, no state left behind); the DP methods define it, the non-private step does not clip."""
         raise TypeError(f"method '{self.name}' does not clip per example")
 
-    def step(self, images: torch.Tensor, noise: torch.Tensor) -> None:
+    def batch_clipped_sum(self, images: torch.Tensor, noise: torch.Tensor) -> list[torch.Tensor]:
+        """`clipped_sum` of the whole batch, taken micro-batch by micro-batch as the step
+        takes it (the memory of one pass, whatever the batch)."""
         sums = [torch.zeros_like(p, dtype=torch.float32) for p in self.params]
         for x, n in self.chunks(images, noise):
             for total, part in zip(sums, self.clipped_sum(x, n)):
                 total += part
-        self._noisy_step(sums, len(images))
+        return sums
+
+    def step(self, images: torch.Tensor, noise: torch.Tensor) -> None:
+        self._noisy_step(self.batch_clipped_sum(images, noise), len(images))
 
     def _noisy_step(self, sums: list[torch.Tensor], batch: int) -> None:
         """Noise (as `DPStep` draws it), set the gradients, step."""

@@ -91,6 +91,7 @@ class BenchResult:
         methods = {
             name: {
                 "seconds_per_step": self.median(name),
+                "images_per_second": self.setup.batch / self.median(name),
                 "time_ratio": self.time_ratio(name),
                 "cpu_seconds_per_step": self.cpu_median(name),
                 "cpu_time_ratio": self.cpu_time_ratio(name),
@@ -219,7 +220,8 @@ def format_result(result: BenchResult) -> str:
     lines += [
         f"targets: ours <= {TARGET_TIME_RATIO:.2f}x time, <= {TARGET_MEMORY_RATIO:.2f}x memory of nonprivate",
         "",
-        f"{'method':<14} {'s/step':>9} {'time':>7} {'CPU s':>8} {'CPU':>7} {'peak MB':>9} {'memory':>7}",
+        f"{'method':<14} {'s/step':>9} {'images/s':>9} {'time':>7} {'CPU s':>8} {'CPU':>7} {'peak MB':>9} "
+        f"{'memory':>7}",
     ]
 
     def ratio_text(ratio: float | None) -> str:
@@ -230,7 +232,8 @@ def format_result(result: BenchResult) -> str:
         peak_text = f"{peak / 2**20:9.1f}" if peak is not None else f"{'n/a':>9}"
         cpu_text = f"{cpu:8.4f}" if cpu is not None else f"{'n/a':>8}"
         lines.append(
-            f"{name:<14} {result.median(name):9.4f} {result.time_ratio(name):6.2f}x "
+            f"{name:<14} {result.median(name):9.4f} {s.batch / result.median(name):9.1f} "
+            f"{result.time_ratio(name):6.2f}x "
             f"{cpu_text} {ratio_text(result.cpu_time_ratio(name))}"
             f" {peak_text} {ratio_text(result.memory_ratio(name))}"
         )

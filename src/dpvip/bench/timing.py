@@ -2,8 +2,9 @@
 in this process (`LocalRunner`, CUDA) or in its own forked process (`ProcessRunner`, CPU),
 the cross-check of their clipped sums, and the round-robin timing.
 
-Before timing, the clipped sums (noise off) of every DP method on the full batch are
-compared with those of the first one (`ours` by default): the largest per-parameter
+Before timing, the clipped sums (noise off) of every DP method on the batch, taken micro-
+batch by micro-batch as the steps take it, are compared with those of the first one (`ours`
+by default): the largest per-parameter
 max |difference| / max |reference| is reported (fp32: ~1e-6).
 
 Time: warm-up steps of every method, then R rounds; each round steps every method once,
@@ -59,7 +60,7 @@ class LocalRunner:
         self.method, self.images, self.noise = method, images, noise
 
     def clipped_sum(self) -> list[torch.Tensor]:
-        return self.method.clipped_sum(self.images, self.noise)
+        return self.method.batch_clipped_sum(self.images, self.noise)
 
     def timed_step(self) -> tuple[float, float, int]:
         return _timed_step(self.method, self.images, self.noise)
@@ -82,7 +83,9 @@ def _serve(name: str, setup: BenchSetup, threads: int, heap: str, connection) ->
             if command == "stop":
                 return
             answer = (
-                method.clipped_sum(images, noise) if command == "clipped_sum" else _timed_step(method, images, noise)
+                method.batch_clipped_sum(images, noise)
+                if command == "clipped_sum"
+                else _timed_step(method, images, noise)
             )
             connection.send((True, answer))
     except BaseException as err:  # the parent raises it
@@ -133,7 +136,8 @@ class ProcessRunner:
 
 
 def cross_check(runners: dict) -> dict:
-    """Clipped sums (no noise, full batch) of every DP method against the first one's."""
+    """Clipped sums (no noise, the whole batch by micro-batches) of every DP method against the
+    first one's."""
     private = [runner for runner in runners.values() if runner.private]
     if len(private) < 2:
         return {}

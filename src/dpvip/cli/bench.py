@@ -16,13 +16,30 @@ def cmd_bench_synthetic(args: argparse.Namespace) -> int:
     return 0
 
 
-DP_STEP_DEFAULTS = {"model": "micro", "image_size": 32, "patch_size": 4, "batch": 64, "micro_batch": None}
+DP_STEP_DEFAULTS = {
+    "model": "micro",
+    "image_size": 32,
+    "patch_size": 4,
+    "batch": 64,
+    "micro_batch": None,
+    "device": "cpu",
+    "precision": "fp32",
+}
 # Named shapes. vip-base: ViP-Base (MAE base as registered) at 224 px and patch 16 in
-# micro-batches of 32, the per-GPU pass of ViP's pre-training. A paper step accumulates
-# 98,304 / 48 = 2,048 examples per GPU (64 micro-batches) before its one noise draw; the
-# preset takes 4 micro-batches, to stay within minutes on a CPU.
+# micro-batches of 32, the per-GPU pass of ViP's pre-training; the preset takes 4 micro-
+# batches, to stay within minutes on a CPU. paper: one GPU's share of a paper step (98,304 /
+# 48 GPUs = 2,048 examples, one noise draw) in micro-batches of 256, bf16 on CUDA.
 PRESETS = {
     "vip-base": {"model": "base", "image_size": 224, "patch_size": 16, "batch": 128, "micro_batch": 32},
+    "paper": {
+        "model": "base",
+        "image_size": 224,
+        "patch_size": 16,
+        "batch": 2048,
+        "micro_batch": 256,
+        "device": "cuda",
+        "precision": "bf16",
+    },
 }
 
 
@@ -97,8 +114,9 @@ def add_commands(commands) -> None:
     dp_step.add_argument(
         "--preset",
         choices=sorted(PRESETS),
-        help="a named shape (vip-base: MAE base, 224 px, patch 16, batch 128 in micro-batches of 32); "
-        "flags given beside it override it",
+        help="a named shape (vip-base: MAE base, 224 px, patch 16, batch 128 in micro-batches of 32; paper: "
+        "MAE base, 224 px, patch 16, batch 2,048 in micro-batches of 256, bf16 on CUDA); flags given beside it "
+        "override it",
     )
     dp_step.add_argument("--model", help="MAE size, or <size>_dec<depth> (default micro)")
     dp_step.add_argument("--image-size", type=positive_int, help="default 32")
@@ -112,12 +130,11 @@ def add_commands(commands) -> None:
     dp_step.add_argument("--rounds", type=positive_int, default=5, help="timed round-robin rounds (median reported)")
     dp_step.add_argument("--warmup", type=int, default=1, help="untimed steps per method first")
     dp_step.add_argument("--threads", type=positive_int, default=1, help="torch threads of the timed processes")
-    dp_step.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the steps run")
+    dp_step.add_argument("--device", choices=["cpu", "cuda"], help="where the steps run (default cpu)")
     dp_step.add_argument(
         "--precision",
         choices=["fp32", "bf16"],
-        default="fp32",
-        help="bf16: every method's forward passes under bfloat16 autocast, as DP-MAE trains on a GPU",
+        help="bf16: every method's forward passes under bfloat16 autocast, as DP-MAE trains on a GPU (default fp32)",
     )
     dp_step.add_argument(
         "--memory",

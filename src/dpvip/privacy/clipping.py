@@ -113,12 +113,26 @@ def _squares(per_example: torch.Tensor, wide: bool = False) -> torch.Tensor:
     return torch.linalg.vector_norm(flat, dim=1, dtype=torch.float64 if wide else None).square()
 
 
+@functools.cache
+def sixteen_bit_products_to_float32(device: torch.device) -> bool:
+    """Whether torch multiplies 16-bit matrices into float32 on `device` (`out_dtype`: CUDA in
+    torch 2.8 and later), so that they stay 16-bit on tensor cores; else they are widened
+    (their products are exact in float32 either way)."""
+    if device.type != "cuda":
+        return False
+    try:
+        x = torch.ones(1, 1, 1, dtype=torch.bfloat16, device=device)
+        return torch.bmm(x, x, out_dtype=torch.float32).dtype == torch.float32
+    except (TypeError, RuntimeError, NotImplementedError):
+        return False
+
+
 def float32_bmm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """x @ y in float32, accumulating in float32: 16-bit operands stay 16-bit on CUDA (tensor
-    cores, `out_dtype`), and are widened on CPU (where their products are exact in float32 too)."""
+    """x @ y in float32, accumulating in float32: 16-bit operands stay 16-bit where torch can
+    (tensor cores) and are widened elsewhere."""
     if x.dtype not in SIXTEEN_BIT:
         return torch.bmm(x, y)
-    if x.is_cuda:
+    if sixteen_bit_products_to_float32(x.device):
         return torch.bmm(x, y, out_dtype=torch.float32)
     return torch.bmm(x.float(), y.float())
 
@@ -127,7 +141,7 @@ def _add_float32_mm_(total: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> N
     """total += x @ y (total float32), accumulating in float32 whatever the operands' dtype."""
     if x.dtype not in SIXTEEN_BIT:
         total.addmm_(x, y)
-    elif x.is_cuda:
+    elif sixteen_bit_products_to_float32(x.device):
         total.add_(torch.mm(x, y, out_dtype=torch.float32))
     else:
         total.addmm_(x.float(), y.float())

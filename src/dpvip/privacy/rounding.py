@@ -101,8 +101,12 @@ def ghost_bound_terms(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, t
     g_out = (1 + errs) * (1 + gamma(fan_out)) - 1
     eps = g_in + g_out + g_in * g_out + gamma(tokens * tokens + 1, FLOAT64_UNIT) * (1 + g_in) * (1 + g_out)
     scaled = min(a, g, key=lambda x: x.shape[2])  # the clipped sum scales the smaller operand
-    u_scale = _UNIT_ROUNDOFF[scaled.dtype] if scaled.dtype == torch.float32 else (
-        (1 + _UNIT_ROUNDOFF[scaled.dtype]) * (1 + 2.0**-24) - 1  # via float32, then to 16 bits
+    u_scale = (
+        _UNIT_ROUNDOFF[scaled.dtype]
+        if scaled.dtype == torch.float32
+        else (
+            (1 + _UNIT_ROUNDOFF[scaled.dtype]) * (1 + 2.0**-24) - 1  # via float32, then to 16 bits
+        )
     )
     share = (1 + u_scale) * (1 + errs) * (1 + gamma(tokens)) - 1
     total = token_norm_sum(a, g)

@@ -1,0 +1,275 @@
+"""Parts of the GPU check (tests/gpu/paper_steps.py) about the DP step's speed and its clip
+bound, kept apart from the job steps:
+
+- `bench_shapes`: `dpvip bench dp-step` at ViP-Base 224 px in bf16 and fp32, batch 512 in
+  micro-batches of 256 and batch 256 in micro-batches of 128 (nonprivate, ours, opacus
+  ghost clipping), then the `paper` preset (batch 2,048 in micro-batches of 256, bf16); with
+  `before` (a copy of an earlier src/), ours of that source at bf16 512 / 256 beside it.
+- `job_ratios`: for each DP job type's network at paper shape, one DP step (`DPStep`, as the
+  jobs take it) against the non-private step of the same batch: the time ratio the compute
+  budget uses (`dpvip.budget.DP_STEP_TIME_RATIOS`) and the peak memory the paper config's
+  micro-batches are chosen from.
+- `bound`: the clip bound on the device (cancelling tokens under bf16 autocast: each share at
+  most C) and its cost on ViP-Base's MAE gradients (computed norm over the bound).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH_SHAPES = [  # (precision, batch, micro-batch)
+    ("bf16", 512, 256),
+    ("bf16", 256, 128),
+    ("fp32", 512, 256),
+    ("fp32", 256, 128),
+]
+
+
+def run_bench(arguments: list[str], source: Path | None = None) -> dict:
+    # an earlier source goes first on the path, before this checkout's (and the wheels')
+    environment = os.environ | (
+        {"PYTHONPATH": os.pathsep.join([str(source.resolve()), os.environ.get("PYTHONPATH", "")])} if source else {}
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "dpvip.cli", "bench", "dp-step", *arguments, "--json"],
+        capture_output=True, text=True, cwd=REPO, env=environment, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"dpvip bench dp-step {' '.join(arguments)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
+
+
+def _summary(record: dict) -> dict:
+    keep = ("seconds_per_step", "images_per_second", "time_ratio", "peak_mb", "memory_ratio")
+    return {name: {key: row.get(key) for key in keep} for name, row in record["methods"].items()} | {
+        "cross_check": record["cross_check"],
+        "noise_seconds": record["noise"].get("seconds"),
+    }
+
+
+def bench_shapes(out: Path, device: str, tiny: bool, before: Path | None) -> dict:
+    model = ["--model", "micro", "--image-size", "32", "--patch-size", "4"] if tiny else ["--preset", "vip-base"]
+    shapes = [("bf16", 16, 8), ("fp32", 16, 8)] if tiny else BENCH_SHAPES
+    methods = ["--methods", "nonprivate", "ours", "opacus_ghost"]
+    records = {}
+    for precision, batch, micro in shapes:
+        shape = [*model, "--batch", str(batch), "--micro-batch", str(micro), "--precision", precision]
+        record = run_bench([*shape, "--device", device, "--rounds", "3", *methods])
+        (out / f"bench_{precision}_{batch}_{micro}.json").write_text(json.dumps(record))
+        records[f"{precision} {batch}/{micro}"] = _summary(record)
+        print(f"bench {precision} {batch}/{micro}: {json.dumps(records[f'{precision} {batch}/{micro}'])}", flush=True)
+    paper = (
+        [*model, "--batch", "32", "--micro-batch", "16", "--precision", "bf16", "--device", device]
+        if tiny
+        else ["--preset", "paper"]
+    )
+    record = run_bench([*paper, "--rounds", "2", *methods])
+    (out / "bench_paper.json").write_text(json.dumps(record))
+    records["paper"] = _summary(record)
+    if before is not None:
+        precision, batch, micro = shapes[0]
+        shape = [*model, "--batch", str(batch), "--micro-batch", str(micro), "--precision", precision]
+        old = run_bench([*shape, "--device", device, "--rounds", "3", "--methods", "nonprivate", "ours"], before)
+        records[f"before {precision} {batch}/{micro}"] = _summary(old)
+    return records
+
+
+# --- one DP step of each job type's network against its non-private step --------------------
+def _timed(device: str, run, rounds: int) -> tuple[float, float | None]:
+    """(median seconds, peak MiB) of `run()` after one warm-up."""
+    run()
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    seconds = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        run()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - began)
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
+    return statistics.median(seconds), peak
+
+
+def step_against_nonprivate(model: nn.Module, chunks: list, losses, views: int, device: str, rounds: int) -> dict:
+    """`chunks`: a batch's micro-batches (tuples of inputs); `losses(model, *chunk)`: per-row
+    losses. The non-private step sums them (over K views, their mean) and backpropagates; the
+    DP step is `DPStep` with a fixed sigma at sample rate 1, both under bf16 autocast, AdamW."""
+    from dpvip.privacy.clipping import ClippedGradientSum
+    from dpvip.privacy.ledger import PrivacyLedger
+    from dpvip.privacy.randomness import RunRandomness
+    from dpvip.privacy.step import DPStep
+
+    autocast = lambda: torch.autocast(device, dtype=torch.bfloat16)  # noqa: E731
+    examples = sum(len(chunk[0]) for chunk in chunks) // views
+    plain, private = copy.deepcopy(model), copy.deepcopy(model)
+    plain_optimizer = torch.optim.AdamW([p for p in plain.parameters() if p.requires_grad], lr=1e-4)
+
+    def plain_step():
+        plain_optimizer.zero_grad(set_to_none=True)
+        for chunk in chunks:
+            with autocast():
+                loss = losses(plain, *chunk).sum() / views
+            loss.backward()
+        plain_optimizer.step()
+
+    clipper = ClippedGradientSum(private, 0.1, views=views)
+    optimizer = torch.optim.AdamW(clipper.params, lr=1e-4)
+    ledger = PrivacyLedger("rdp", 1.0, 0.5, 0.1, 0.0, float("inf"), 2**62)
+    dp_step = DPStep(clipper, optimizer, ledger, examples, RunRandomness.seeded(0), autocast=autocast)
+    steps = iter(range(10**6))
+    dp = lambda: dp_step(next(steps), [lambda c=c: losses(private, *c) for c in chunks])  # noqa: E731
+    # Each timed with the other's model and optimizer resident: the peaks overstate a job's by
+    # one model copy (ViP-Base: 0.4 GB in float32) and its AdamW state (0.8 GB).
+    plain_seconds, plain_peak = _timed(device, plain_step, rounds)
+    dp_seconds, dp_peak = _timed(device, dp, rounds)
+    dp_step.close()
+    return {
+        "examples": examples,
+        "micro_batches": len(chunks),
+        "nonprivate_seconds": plain_seconds,
+        "dp_seconds": dp_seconds,
+        "time_ratio": dp_seconds / plain_seconds,
+        "nonprivate_peak_mib": plain_peak,
+        "dp_peak_mib": dp_peak,
+    }
+
+
+def job_ratios(device: str, tiny: bool) -> dict:
+    """DP-MAE (ViP-Base, 224 px), DP fine-tuning (ViP-Base classifier, 1,000 classes, 224 px),
+    DP-RandP Phases II/III (WRN-16-4, 32 px, 16 views) and a DP linear head on features
+    (Mehta et al.'s heads, DP-RandP's private probe), each at a paper step's micro-batch."""
+    from dpvip.evaluate.features import FeatureChoice
+    from dpvip.evaluate.finetune import Classifier
+    from dpvip.models import MAESettings
+    from dpvip.models.mae import MaskedAutoencoder
+    from dpvip.models.wrn import WideResNet
+    from dpvip.randp.augmult import augmult_views
+
+    torch.manual_seed(0)
+    size, image, patch = ("micro", 32, 4) if tiny else ("base", 224, 16)
+    count = 2
+    results = {}
+    with torch.device(device):
+        mae = MaskedAutoencoder(MAESettings(size, image_size=image, patch_size=patch))
+    for micro in (4,) if tiny else (256, 512):
+        chunks = [(torch.rand(micro, 3, image, image, device=device), mae.mask_noise(micro).to(device))] * 2
+        results[f"dp_mae {micro}"] = step_against_nonprivate(mae, chunks, lambda m, x, n: m(x, n).loss, 1, device, 3)
+    classes = 10 if tiny else 1000
+    with torch.device(device):
+        classifier = Classifier(copy.deepcopy(mae), classes, FeatureChoice(pooling="mean"))
+    cross_entropy = lambda m, x, y: F.cross_entropy(m(x), y, reduction="none")  # noqa: E731
+    for micro in (4,) if tiny else (128, 256):
+        images = torch.rand(micro, 3, image, image, device=device)
+        labelled = [(images, torch.randint(0, classes, (micro,), device=device))] * 2
+        results[f"dp_finetune {micro}"] = step_against_nonprivate(classifier, labelled, cross_entropy, 1, device, 3)
+    del mae, classifier
+    views, micro_wrn = (2, 4) if tiny else (16, 256)
+    with torch.device(device):
+        wrn = WideResNet("wrn16_4", 10)
+    crops = []
+    for k in range(count):
+        images = torch.rand(micro_wrn, 3, 32, 32, device=device)
+        crops.append((augmult_views(images, list(range(k * micro_wrn, (k + 1) * micro_wrn)), views, 4),
+                      torch.randint(0, 10, (micro_wrn,), device=device).repeat_interleave(views)))  # fmt: skip
+    results["dprandp_private"] = step_against_nonprivate(wrn, crops, cross_entropy, views, device, 3)
+    width, rows = (64, 32) if tiny else (2048, 65536)
+    with torch.device(device):
+        head = nn.Linear(width, 1000)
+    features = [(torch.randn(rows, width, device=device), torch.randint(0, 1000, (rows,), device=device))]
+    results["linear_head"] = step_against_nonprivate(head, features, cross_entropy, 1, device, 5)
+    return results
+
+
+# --- the clip bound on the device ------------------------------------------------------------
+def bound(device: str, tiny: bool) -> dict:
+    """Each share at most C on cancelling tokens (test_rounding's inputs, on the device under
+    bf16 autocast), and N / bound on an MAE's gradients: what the bound costs."""
+    sys.path.insert(0, str(REPO / "tests/privacy"))
+    from test_rounding import GHOST_SHAPES, cancelling_example
+
+    from dpvip.models import MAESettings
+    from dpvip.models.mae import MaskedAutoencoder
+    from dpvip.privacy import clipping
+    from dpvip.privacy.clipping import ClippedGradientSum
+
+    shares = []
+    for tokens, fan_in, fan_out in GHOST_SHAPES:
+        for scale in (1.0, 2.0**13, 2.0**-13):
+            a, g = (t.to(device) for t in cancelling_example(tokens, scale, fan_in, fan_out))
+            layer = nn.Linear(fan_in, fan_out, bias=False, device=device)
+            summer = ClippedGradientSum(layer, 1e-3 * scale)
+            with torch.autocast(device, dtype=torch.bfloat16):
+                summer.add(lambda: (layer(a).float() * g).sum((1, 2)))
+            summer.close()
+            shares.append(float(summer.sums[0].double().norm()) / (1e-3 * scale))
+    seen = {}
+    original = clipping.bounded_clip_factors
+
+    def spy(total, errors, roundings, clip_norm):
+        seen["ratio"] = total.sqrt() / ((total + errors).sqrt() + roundings.sqrt())
+        return original(total, errors, roundings, clip_norm)
+
+    size, image, patch, batch = ("micro", 32, 4, 8) if tiny else ("base", 224, 16, 64)
+    with torch.device(device):
+        mae = MaskedAutoencoder(MAESettings(size, image_size=image, patch_size=patch))
+    images = torch.rand(batch, 3, image, image, device=device)
+    clipping.bounded_clip_factors = spy
+    try:
+        summer = ClippedGradientSum(mae, 1e-3)
+        with torch.autocast(device, dtype=torch.bfloat16):
+            summer.add(lambda: mae(images, mae.mask_noise(batch).to(device)).loss)
+        summer.close()
+    finally:
+        clipping.bounded_clip_factors = original
+    ratio = seen["ratio"]
+    return {
+        "sixteen_bit_products_to_float32": clipping.sixteen_bit_products_to_float32(torch.device(device)),
+        "cancelling_max_share_over_c": max(shares),
+        "cancelling_cases": len(shares),
+        "mae_norm_over_bound_min": float(ratio.min()),
+        "mae_norm_over_bound_mean": float(ratio.mean()),
+    }
+
+
+def noise_kernel(device: str, tiny: bool) -> dict:
+    """The fused kernel on the device against its numpy reference (the first 2^20 values), and
+    its time for ViP-Base's 99M coordinates (median of 5 after a warm-up)."""
+    import hashlib
+
+    import numpy as np
+
+    from dpvip.privacy.cuda_noise import keyed_normal_add_, philox_reference
+
+    a, b = hashlib.sha256(b"a").digest()[:16], hashlib.sha256(b"b").digest()[:16]
+    count = 2**12 if tiny else 2**20
+    values = keyed_normal_add_(torch.zeros(count, device=device), 1.0, a, b).cpu().numpy()
+    difference = float(np.abs(values - philox_reference(count, 1.0, a, b)).max())
+    flat = torch.zeros(2**12 if tiny else 99_000_000, device=device)
+    seconds = []
+    for k in range(6):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        began = time.perf_counter()
+        keyed_normal_add_(flat, 1.0, a, b)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - began)
+    return {
+        "max_difference_from_reference": difference,
+        "coordinates": flat.numel(),
+        "seconds": statistics.median(seconds[1:]),
+    }
