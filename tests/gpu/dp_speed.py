@@ -63,11 +63,11 @@ def bench_shapes(out: Path, device: str, tiny: bool, before: Path | None) -> dic
     model = ["--model", "micro", "--image-size", "32", "--patch-size", "4"] if tiny else ["--preset", "vip-base"]
     shapes = [("bf16", 16, 8), ("fp32", 16, 8)] if tiny else BENCH_SHAPES
     methods = ["--methods", "nonprivate", "ours", "opacus_ghost"]
-    records = {}
+    records, full = {}, {}
     for precision, batch, micro in shapes:
         shape = [*model, "--batch", str(batch), "--micro-batch", str(micro), "--precision", precision]
         record = run_bench([*shape, "--device", device, "--rounds", "3", *methods])
-        (out / f"bench_{precision}_{batch}_{micro}.json").write_text(json.dumps(record))
+        full[f"{precision} {batch}/{micro}"] = record
         records[f"{precision} {batch}/{micro}"] = _summary(record)
         print(f"bench {precision} {batch}/{micro}: {json.dumps(records[f'{precision} {batch}/{micro}'])}", flush=True)
     paper = (
@@ -76,13 +76,15 @@ def bench_shapes(out: Path, device: str, tiny: bool, before: Path | None) -> dic
         else ["--preset", "paper"]
     )
     record = run_bench([*paper, "--rounds", "2", *methods])
-    (out / "bench_paper.json").write_text(json.dumps(record))
+    full["paper"] = record
     records["paper"] = _summary(record)
     if before is not None:
         precision, batch, micro = shapes[0]
         shape = [*model, "--batch", str(batch), "--micro-batch", str(micro), "--precision", precision]
         old = run_bench([*shape, "--device", device, "--rounds", "3", "--methods", "nonprivate", "ours"], before)
         records[f"before {precision} {batch}/{micro}"] = _summary(old)
+        full[f"before {precision} {batch}/{micro}"] = old
+    (out / "bench.json").write_text(json.dumps(full))  # one file: a GPU run brings back few
     return records
 
 

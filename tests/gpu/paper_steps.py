@@ -15,8 +15,8 @@ paper shape, through the same code paths the workflow's jobs take:
     PYTHONPATH=src python tests/gpu/paper_steps.py --out OUT [--device cuda] [--tiny] [--parts ...]
         [--before OLD_SRC]   # ours of an earlier src/ beside the bench, for a before/after
 
-Writes OUT/paper_steps.json (seconds, peak GPU memory, the results) and OUT/bench_*.json, and
-prints a summary. `--tiny` runs micro shapes on CPU in about a minute (the test).
+Writes OUT/paper_steps.json (seconds, peak GPU memory, the results), OUT/bench.json and
+OUT/profile.txt, and prints a summary. `--tiny` runs micro shapes on CPU in about a minute (the test).
 """
 
 from __future__ import annotations
@@ -221,7 +221,8 @@ def profile(out: Path, device: str, tiny: bool) -> dict:
         events = prof.key_averages()
         sort = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
         table = events.table(sort_by=sort, row_limit=25)
-        (out / f"profile_{name}.txt").write_text(table)
+        with open(out / "profile.txt", "a") as written:
+            written.write(f"== {name}\n{table}\n")
         device_us = sum(getattr(e, "self_device_time_total", 0) for e in events) / 3
         summary[name] = {
             "host_ms_per_step": sum(e.self_cpu_time_total for e in events) / 3 / 1000,
