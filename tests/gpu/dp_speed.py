@@ -59,10 +59,14 @@ def _summary(record: dict) -> dict:
     }
 
 
-def bench_shapes(out: Path, device: str, tiny: bool, before: Path | None) -> dict:
+def bench_shapes(
+    out: Path, device: str, tiny: bool, before: Path | None, shapes: list | None = None, methods: list | None = None
+) -> dict:
+    """`shapes`: (precision, batch, micro-batch) to run (default BENCH_SHAPES); `methods`
+    beside nonprivate (default ours and opacus_ghost)."""
     model = ["--model", "micro", "--image-size", "32", "--patch-size", "4"] if tiny else ["--preset", "vip-base"]
-    shapes = [("bf16", 16, 8), ("fp32", 16, 8)] if tiny else BENCH_SHAPES
-    methods = ["--methods", "nonprivate", "ours", "opacus_ghost"]
+    shapes = [("bf16", 16, 8), ("fp32", 16, 8)] if tiny else shapes or BENCH_SHAPES
+    methods = ["--methods", "nonprivate", *(methods or ["ours", "opacus_ghost"])]
     records, full = {}, {}
     for precision, batch, micro in shapes:
         shape = [*model, "--batch", str(batch), "--micro-batch", str(micro), "--precision", precision]

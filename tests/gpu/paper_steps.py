@@ -269,6 +269,8 @@ def main() -> int:
     parser.add_argument("--tiny", action="store_true", help="micro shapes, for a CPU test")
     parser.add_argument("--finetune-batch", type=int, default=4096, help="DP fine-tuning's expected batch")
     parser.add_argument("--before", type=Path, help="an earlier src/ whose ours the bench times beside")
+    parser.add_argument("--bench-shapes", nargs="+", help="precision:batch:micro-batch (default: all four)")
+    parser.add_argument("--bench-methods", nargs="+", help="beside nonprivate (default: ours opacus_ghost)")
     parts = ["bound", "noise", "noise_kernel", "bench", "ratios", "dp_mae", "coco", "dp_finetune", "ade20k", "profile"]
     parser.add_argument("--parts", nargs="+", default=parts, choices=parts)
     args = parser.parse_args()
@@ -290,7 +292,10 @@ def main() -> int:
         began = time.perf_counter()
         try:
             if part == "bench":
-                report["bench"] = dp_speed.bench_shapes(out, args.device, args.tiny, args.before)
+                shapes = [(p, int(b), int(m)) for p, b, m in (shape.split(":") for shape in args.bench_shapes or [])]
+                report["bench"] = dp_speed.bench_shapes(
+                    out, args.device, args.tiny, args.before, shapes, args.bench_methods
+                )
             elif part == "ratios":
                 report["ratios"] = dp_speed.job_ratios(args.device, args.tiny)
             elif part == "bound":

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dpvip.privacy.clipping import ClippedGradientSum, _patches, clip_factors
-from dpvip.privacy.rounding import ghost_bound_terms, reduced_precision
+from dpvip.privacy.rounding import ghost_bound, reduced_precision, round_down, token_norm_sum
 
 IN, OUT = 256, 192  # T (in + out) < in out up to 146 tokens: ghost norms
 GHOST_SHAPES = [(64, 256, 192), (196, 768, 512), (512, 2048, 1536)]  # (tokens, in, out)
@@ -88,8 +88,11 @@ def test_the_norm_bound_holds_against_float64(tokens, fan_in, fan_out):
             _, norm = summer.add(lambda: (layer(a).float() * g).sum((1, 2)))
         summer.close()
         exact = exact_gradient(a, g).square().sum()
-        error, _ = ghost_bound_terms(a.bfloat16(), g.bfloat16())
-        assert abs(float(norm) ** 2 - float(exact)) <= float(error) * (1 + 1e-6) + 1e-30
+        norm_sum, e, _ = ghost_bound(a.bfloat16(), g.bfloat16())
+        raw, enlarge = token_norm_sum(a.bfloat16(), g.bfloat16())
+        exact_sum = torch.linalg.vecdot(a.double().norm(dim=2), g.double().norm(dim=2))
+        assert float(raw) * enlarge >= float(exact_sum)  # an upper bound on S, however rounded
+        assert abs(float(norm) ** 2 - float(exact)) <= e * float(norm_sum) ** 2 * (1 + 1e-6) + 1e-30
 
 
 def test_the_bound_costs_little_on_random_tokens():
@@ -132,3 +135,12 @@ def test_patches_are_unfold_exactly(size, kernel, stride):
     images = torch.randn(2, 3, size, size)
     want = F.unfold(images, layer.kernel_size, layer.dilation, layer.padding, layer.stride).transpose(1, 2)
     assert torch.equal(_patches(layer, images), want)
+
+
+def test_round_down_is_the_largest_bf16_not_above():
+    factors = torch.rand(10_000) * 2.0 ** torch.randint(-20, 1, (10_000,)).float() + 1e-30
+    rounded = round_down(factors, torch.bfloat16)
+    assert rounded.dtype == torch.bfloat16 and (rounded.float() <= factors).all()
+    up = (rounded.view(torch.int16) + 1).view(torch.bfloat16).float()  # the next bf16 value
+    assert (up > factors).all()
+    assert torch.equal(round_down(torch.tensor([0.5, 1.0]), torch.bfloat16).float(), torch.tensor([0.5, 1.0]))

@@ -64,11 +64,12 @@ from torch import nn
 
 from dpvip.errors import DpvipInputError
 from dpvip.privacy.rounding import (
-    FORMED_ROUNDING,
     SIXTEEN_BIT,
+    bound_terms,
     bounded_clip_factors,
-    ghost_bound_terms,
+    ghost_bound,
     reduced_precision,
+    round_down,
 )
 
 CLIP_EPSILON = 1e-6  # opacus' guard against division by a zero norm
@@ -89,9 +90,9 @@ class _Call:
     views: int = 1  # rows per example: an example's rows are consecutive
     backprops: torch.Tensor | None = None
     squared: list = field(default_factory=list)  # per-example squared norms, per parameter
-    bounded: bool = False  # reduced-precision products: `errors` and `roundings` are kept
-    errors: list = field(default_factory=list)  # per example, what rounding may take from `squared`
-    roundings: list = field(default_factory=list)  # per example, squared most rounding adds to the share
+    bounded: bool = False  # reduced-precision products: what the clip bound needs is kept
+    ghost_bounds: list = field(default_factory=list)  # (S, e, r) per ghost-norm part (`rounding.ghost_bound`)
+    formed_squares: list = field(default_factory=list)  # the squared norms of formed parts
     parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
 
 
@@ -157,24 +158,28 @@ def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor, wide: bool = False) ->
     blocks much under 50 tokens lose the saving to smaller matrix products.
 
     The Grams are float32 (16-bit operands on tensor cores, `float32_bmm`); with `wide`, their
-    entrywise products (exact in float64) and sums are float64, as the bounded clip assumes."""
+    entrywise products (float32, rounded once) are summed in float64, as the bounded clip
+    assumes."""
     tokens = a.shape[1]
     blocks = max(1, round(tokens / GRAM_BLOCK_TOKENS))
-    sums = torch.float64 if wide else torch.float32 if a.dtype in SIXTEEN_BIT else a.dtype
-    if blocks == 1:
-        batch = a.shape[0]
+    batch = a.shape[0]
+    if blocks == 1 and not wide:
         return torch.linalg.vecdot(
-            float32_bmm(a, a.transpose(1, 2)).view(batch, -1).to(sums),
-            float32_bmm(g, g.transpose(1, 2)).view(batch, -1).to(sums),
+            float32_bmm(a, a.transpose(1, 2)).view(batch, -1), float32_bmm(g, g.transpose(1, 2)).view(batch, -1)
         )
+    sums = torch.float64 if wide else a.dtype
+    if blocks == 1:  # wide: the products rounded once in float32, summed in float64
+        product = float32_bmm(a, a.transpose(1, 2))
+        return product.mul_(float32_bmm(g, g.transpose(1, 2))).sum((1, 2), dtype=sums)
     size = -(-tokens // blocks)
-    total = torch.zeros(a.shape[0], dtype=sums, device=a.device)
+    total = torch.zeros(batch, dtype=sums, device=a.device)
     for start in range(0, tokens, size):
         end = min(start + size, tokens)
-        product = float32_bmm(a[:, start:end], a[:, start:].transpose(1, 2)).to(sums)
+        product = float32_bmm(a[:, start:end], a[:, start:].transpose(1, 2))
         product.mul_(float32_bmm(g[:, start:end], g[:, start:].transpose(1, 2)))
-        total += product[:, :, : end - start].sum((1, 2))  # the diagonal block: both halves in it
-        total += 2 * product[:, :, end - start :].sum((1, 2))  # its mirror image is not formed
+        total += product[:, :, : end - start].sum((1, 2), dtype=sums)  # the diagonal block: both halves in it
+        if end < tokens:  # its mirror image is not formed
+            total += 2 * product[:, :, end - start :].sum((1, 2), dtype=sums)
     return total
 
 
@@ -188,9 +193,7 @@ def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, cal
             squared.append(ghost_squared_norms(a, g, wide=call.bounded))
             call.parts["weight"] = ("ghost", a, g)
             if call.bounded:
-                error, rounding = ghost_bound_terms(a, g)
-                call.errors.append(error)
-                call.roundings.append(rounding)
+                call.ghost_bounds.append(ghost_bound(a, g))
         else:
             squared.append(_formed(call, "weight", float32_bmm(g.transpose(1, 2), a)))
     if layer.bias is not None and layer.bias.requires_grad:
@@ -203,7 +206,7 @@ def _formed(call: _Call, name: str, per_example: torch.Tensor) -> torch.Tensor:
     call.parts[name] = ("formed", per_example)
     squared = _squares(per_example, wide=call.bounded)
     if call.bounded:
-        call.roundings.append(FORMED_ROUNDING**2 * squared)
+        call.formed_squares.append(squared)
     return squared
 
 
@@ -236,21 +239,36 @@ def _conv_squared_norms(layer: nn.Conv2d, call: _Call) -> list:
     return _token_squared_norms(layer, a, g, call)
 
 
-def _linear_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor, sums: dict) -> None:
+class _Factors:
+    """One micro-batch's clip factors (float32), and in a 16-bit dtype rounded down (once per
+    dtype): a 16-bit operand times them is then exact in float32 and rounds once."""
+
+    def __init__(self, values: torch.Tensor):
+        self.values, self._rounded = values, {}
+
+    def of(self, dtype: torch.dtype) -> torch.Tensor:
+        if dtype not in SIXTEEN_BIT:
+            return self.values
+        if dtype not in self._rounded:
+            self._rounded[dtype] = round_down(self.values, dtype)
+        return self._rounded[dtype]
+
+
+def _linear_add_clipped_sum(layer: nn.Module, call: _Call, factors: _Factors, sums: dict) -> None:
     """Adds the layer's clipped sums into `sums[param]` (fp32, in place, no temporaries)."""
     for name, part in call.parts.items():
         total = sums[getattr(layer, name)]
         if part[0] == "ghost":
             a, g = part[1], part[2]
-            # Scale the smaller operand (in float32, then rounded once to its dtype: `rounding`).
+            # Scale the smaller operand, rounded once to its dtype (`dpvip.privacy.rounding`).
             if a.shape[2] < g.shape[2]:
-                a = (a * factors[:, None, None]).to(a.dtype)
+                a = a * factors.of(a.dtype)[:, None, None]
             else:
-                g = (g * factors[:, None, None]).to(g.dtype)
+                g = g * factors.of(g.dtype)[:, None, None]
             _add_float32_mm_(total.view(total.shape[0], -1), g.reshape(-1, g.shape[2]).T, a.reshape(-1, a.shape[2]))
         else:
             per_example = part[1]
-            total.view(-1).addmv_(per_example.reshape(per_example.shape[0], -1).T, factors)
+            total.view(-1).addmv_(per_example.reshape(per_example.shape[0], -1).T, factors.values)
 
 
 def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
@@ -262,9 +280,9 @@ def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
     return [_formed(call, param, grad) for param, grad in grads.items()]
 
 
-def _sampled_add_clipped_sum(layer: nn.Module, call: _Call, factors: torch.Tensor, sums: dict) -> None:
+def _sampled_add_clipped_sum(layer: nn.Module, call: _Call, factors: _Factors, sums: dict) -> None:
     for param, (_, grad) in call.parts.items():
-        sums[param].view(-1).addmv_(grad.reshape(grad.shape[0], -1).T, factors)
+        sums[param].view(-1).addmv_(grad.reshape(grad.shape[0], -1).T, factors.values)
 
 
 def _plain_conv(layer: nn.Module) -> bool:
@@ -460,20 +478,24 @@ class ClippedGradientSum:
         else:  # a ghost norm of cancelling tokens can round below zero
             norms = torch.stack(squared).sum(0).clamp_(min=0).sqrt()
             factors = clip_factors(norms, self.clip_norm)
+        clip = _Factors(factors)
         with torch.autocast(losses.device.type, enabled=False):
             for layer, call in calls:
                 if call.parts:
-                    self._layer_rules[layer][1](layer, call, factors, self._sum_of)
+                    self._layer_rules[layer][1](layer, call, clip, self._sum_of)
                 call.parts = {}
         return norms
 
     def _bounded_factors(self, calls: list, squared: list) -> tuple[torch.Tensor, torch.Tensor]:
         """(norms, clip factors) where products ran in reduced precision: the factors bound
         each example's share by C whatever the rounding (`dpvip.privacy.rounding`)."""
-        zero = torch.zeros_like(squared[0], dtype=torch.float64)
-        total = torch.stack([part.double() for part in squared]).sum(0).clamp_(min=0)
-        errors = sum((part for _, call in calls for part in call.errors), zero)
-        roundings = sum((part for _, call in calls for part in call.roundings), zero)
+
+        def summed(parts: list) -> torch.Tensor:  # one stack and one sum: few kernel launches
+            return torch.stack(parts).sum(0) if parts else torch.zeros_like(squared[0], dtype=torch.float64)
+
+        total = summed([part.double() for part in squared]).clamp_(min=0)
+        ghosts = [bound for _, call in calls for bound in call.ghost_bounds]
+        errors, roundings = bound_terms(ghosts, [part for _, call in calls for part in call.formed_squares], total)
         return total.sqrt().float(), bounded_clip_factors(total, errors, roundings, self.clip_norm)
 
     def _check_unseen_uses(self, losses: torch.Tensor) -> None:

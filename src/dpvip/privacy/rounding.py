@@ -19,14 +19,17 @@ Fasi et al. 2021, "Numerical behavior of NVIDIA tensor cores"):
 Then, per example:
 
 1. The ghost norm N^2 = <fl(A A^T), fl(G G^T)> (Grams in float32, their entrywise products
-   and sum in float64) differs from ||W||^2 by at most eps S^2, eps = g_in + g_out + g_in g_out
-   + gamma64_{T^2+1} (1 + g_in)(1 + g_out), g_n = (1 + product_error)(1 + gamma_n) - 1: each
-   Gram entry errs by at most g_n ||a_s|| ||a_t|| (Cauchy-Schwarz), and sum_{s,t} alpha_s alpha_t
-   beta_s beta_t = S^2.
+   rounded once in float32, summed in float64) differs from ||W||^2 by at most eps S^2, eps =
+   (1 + g_in)(1 + g_out)(1 + 2^-24)(1 + gamma64_{T^2+1}) - 1, g_n = (1 + product_error)(1 +
+   gamma_n) - 1: each Gram entry errs by at most g_n ||a_s|| ||a_t|| (Cauchy-Schwarz), and
+   sum_{s,t} alpha_s alpha_t beta_s beta_t = S^2. S itself is summed in float32 and enlarged
+   by its own rounding bound, so it is never below the true S.
 2. The clipped sum multiplies the rounded scaled operand fl(c g_t) (or fl(c a_t)) by the other
    one: the example's share differs from c W by at most r = c S ((1 + u_scale)(1 +
    product_error)(1 + gamma_T) - 1) in Frobenius norm (triangle inequality over tokens), with
-   u_scale the rounding of the scaled operand to its dtype (2^-8 for bf16).
+   u_scale the one rounding of the scaled operand to its dtype (2^-8 for bf16: the factor is
+   first rounded down to bf16, `round_down`, so that c times a bf16 value is exact in float32
+   and rounds once).
 3. A layer whose per-example gradient F is formed (biases, LayerNorm, small Linear layers)
    adds c F: its squared norm is summed in float64, and the product c F rounds by 2^-24:
    r = 2^-23 c ||F|| covers both.
@@ -84,33 +87,52 @@ def reduced_precision(dtype: torch.dtype, device_type: str) -> bool:
     return dtype in SIXTEEN_BIT or fp32_matmul_precision(device_type) != "highest"
 
 
-def token_norm_sum(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """S = sum_t ||a_t|| ||g_t|| per example, in float64, from (examples, tokens, features)."""
-    alpha = torch.linalg.vector_norm(a, dim=2, dtype=torch.float64)
-    beta = torch.linalg.vector_norm(g, dim=2, dtype=torch.float64)
-    return torch.linalg.vecdot(alpha, beta)
+def token_norm_sum(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """(sum_t ||a_t|| ||g_t|| per example, summed in float32, and the factor (1 / the least
+    (1 - gamma) its roundings allow) that makes it an upper bound on the true S), from
+    (examples, tokens, features)."""
+    alpha = torch.linalg.vector_norm(a, dim=2, dtype=torch.float32)
+    beta = torch.linalg.vector_norm(g, dim=2, dtype=torch.float32)
+    margin = (1 - gamma(a.shape[2] + 1)) * (1 - gamma(g.shape[2] + 1)) * (1 - gamma(a.shape[1] + 1))
+    return torch.linalg.vecdot(alpha, beta), 1 / margin
 
 
-def ghost_bound_terms(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(eps S^2, r^2 / c^2) per example for a ghost-norm layer (items 1 and 2 above): the most
-    rounding can take from the squared norm, and the squared most that rounding the scaled
-    operand can add to the unscaled share."""
+def round_down(factors: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Positive float32 `factors` in `dtype`, each the largest value of `dtype` not above it."""
+    rounded = factors.to(dtype)
+    above = rounded.float() > factors
+    return torch.where(above, (rounded.view(torch.int16) - 1).view(dtype), rounded)
+
+
+def ghost_bound(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, float, float]:
+    """(S per example in float32, e, r) for a ghost-norm layer (items 1 and 2 above): e S^2 is
+    the most rounding can take from its squared norm, r S^2 the squared most that rounding the
+    scaled operand can add to its unscaled share (the bound on S's own rounding folded into
+    both). Per layer only S costs device work: e and r are numbers, and `bound_terms` sums
+    every layer's at once."""
     tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
     errs = product_error(a.dtype, a.device.type)
     g_in = (1 + errs) * (1 + gamma(fan_in)) - 1
     g_out = (1 + errs) * (1 + gamma(fan_out)) - 1
-    eps = g_in + g_out + g_in * g_out + gamma(tokens * tokens + 1, FLOAT64_UNIT) * (1 + g_in) * (1 + g_out)
-    scaled = min(a, g, key=lambda x: x.shape[2])  # the clipped sum scales the smaller operand
-    u_scale = (
-        _UNIT_ROUNDOFF[scaled.dtype]
-        if scaled.dtype == torch.float32
-        else (
-            (1 + _UNIT_ROUNDOFF[scaled.dtype]) * (1 + 2.0**-24) - 1  # via float32, then to 16 bits
-        )
-    )
+    eps = (1 + g_in) * (1 + g_out) * (1 + 2.0**-24) * (1 + gamma(tokens * tokens + 1, FLOAT64_UNIT)) - 1
+    u_scale = _UNIT_ROUNDOFF[a.dtype]  # the scaled operand (a's or g's: one dtype) rounds once
     share = (1 + u_scale) * (1 + errs) * (1 + gamma(tokens)) - 1
-    total = token_norm_sum(a, g)
-    return eps * total.square(), (share * total).square()
+    norm_sum, enlarge = token_norm_sum(a, g)
+    return norm_sum, eps * enlarge**2, (share * enlarge) ** 2
+
+
+def bound_terms(ghosts: list, formed: list, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(errors, roundings) per example (float64), summed over every ghost layer's
+    (S, e, r) of `ghost_bound` and every formed part's squared norm (item 3), in a few kernels
+    whatever the number of layers. `like`: a per-example float64 tensor (device, shape)."""
+    errors, roundings = torch.zeros_like(like), torch.zeros_like(like)
+    if ghosts:
+        squares = torch.stack([norm_sum for norm_sum, _, _ in ghosts]).double().square()
+        coefficients = torch.tensor([[e, r] for _, e, r in ghosts], dtype=torch.float64, device=like.device)
+        errors, roundings = (coefficients.T @ squares).unbind(0)
+    if formed:
+        roundings = roundings + FORMED_ROUNDING**2 * torch.stack(formed).sum(0)
+    return errors, roundings
 
 
 def bounded_clip_factors(
