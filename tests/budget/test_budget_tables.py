@@ -37,6 +37,14 @@ def test_gpu_hours_at_the_stated_peak_and_utilisation():
     assert gpu_hours(A100_HOUR, "H100") == pytest.approx(312 / 989)
 
 
+def test_a_dp_job_takes_its_time_factor_on_its_training_not_its_evaluation():
+    job = budget("dp_finetune", 1.0, 600)
+    job.parts["evaluation"] = round(0.25 * A100_HOUR)
+    job.time_factor = 2.0
+    assert gpu_hours(job.timed_flops, "A100") == pytest.approx(0.75 * 2 + 0.25)
+    assert runtime_check(job).wall_hours == pytest.approx(1.75)
+
+
 def test_runtime_covers_the_wall_time_over_all_gpus_of_all_nodes():
     check = runtime_check(budget("dp_mae", 96.0, 60, gpus=8, nodes=4))  # 3 h on 32 GPUs
     assert check.status == TOO_SHORT or check.status == RESUMES_LABEL

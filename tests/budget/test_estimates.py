@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dpvip.budget import networks
+from dpvip.budget import DP_STEP_TIME_RATIOS, networks
 from dpvip.budget.datasets import DatasetSizes
 from dpvip.budget.estimates import CPU, Facts, estimate
 from dpvip.budget.workflow import WorkflowJob
@@ -34,6 +34,10 @@ def test_dp_mae_is_steps_times_expected_batch_times_a_clipped_example():
     assert (budget.steps, budget.examples_per_step, budget.train_flops_per_example) == (3, 10, per_example)
     assert budget.flops == 3 * 10 * per_example
     assert budget.flops_of("step") == 10 * per_example
+    # its GPU time: the non-private step's FLOPs times the DP step's measured time ratio
+    nonprivate = networks.mae_pretraining(MAESettings("pico", 16, 4)).train
+    assert budget.timed_flops == pytest.approx(3 * 10 * nonprivate * DP_STEP_TIME_RATIOS["dp_mae"])
+    assert budget.timed_of("step") == pytest.approx(10 * nonprivate * DP_STEP_TIME_RATIOS["dp_mae"])
 
 
 def test_syn_vip_steps_are_epochs_times_full_batches_of_the_dataset():
@@ -60,6 +64,10 @@ def test_dprandp_private_counts_both_phases_and_the_final_evaluation():
     expected = {"phase2": 2 * 4 * head.train, "phase3": 3 * 4 * whole.train, "evaluation": 7 * whole.forward}
     assert budget.parts == expected
     assert budget.flops == sum(budget.parts.values())
+    # timed: both phases without clipping, times the measured ratio; the evaluation as counted
+    plain = [networks.wrn_private("wrn10_1", 10, 8, 2, head_only=h, private=False).train for h in (True, False)]
+    training = (2 * plain[0] + 3 * plain[1]) * 4 * DP_STEP_TIME_RATIOS["dprandp_private"]
+    assert budget.timed_flops == pytest.approx(training + 7 * whole.forward)
 
 
 def test_cpu_jobs_have_no_gpu_flops_and_unknown_gpu_rules_say_so():

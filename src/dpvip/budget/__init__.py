@@ -19,3 +19,17 @@ UTILISATION = 0.40
 # Peaks of the hardware the papers name, for the utilisation their run times imply:
 # V100 fp16 tensor cores (no bf16); a TPU v4 chip's 275 bf16 TFLOP/s over its 2 TensorCores.
 PAPER_PEAK_TFLOPS = {"A100": 312.0, "V100": 125.0, "TPU v4 core": 137.5}
+# A DP step's time over the non-private step's on the same network and batch, measured on one
+# H200 (bf16 autocast, torch 2.11; tests/gpu/paper_steps.py's `ratios`, 2026-11-28) at the paper
+# config's micro-batches: DP-MAE ViP-Base 224 px in micro-batches of 512; DP fine-tuning of
+# ViP-Base (1,000 classes, 224 px) in micro-batches of 256; DP-RandP Phases II/III on WRN-16-4
+# at 32 px with 16 views, micro-batches of 256 examples; a DP linear head on 65,536 feature
+# rows (2,048 -> 1,000). A DP job's GPU time is its non-private training FLOPs times this ratio
+# at the stated utilisation (the FLOPs its clipping adds run far below the rate of the rest).
+DP_STEP_TIME_RATIOS = {
+    "dp_mae": 1.54,
+    "dp_finetune": 1.82,
+    "dprandp_private": 5.32,
+    "mehta_heads": 3.28,
+    "dprandp_probe": 3.28,
+}

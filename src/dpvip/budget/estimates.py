@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from dpvip.budget import networks
+from dpvip.budget import DP_STEP_TIME_RATIOS, networks
 from dpvip.budget.datasets import DatasetSizes
 from dpvip.budget.workflow import WorkflowJob
 from dpvip.errors import DpvipInputError
@@ -48,11 +48,35 @@ class JobBudget:
     unmodelled: str | None = None  # why no FLOPs are given, for a GPU job
     parts: dict = field(default_factory=dict)  # named shares of `flops` (e.g. "phase2")
     units: dict = field(default_factory=dict)  # FLOPs of a unit of its work ("step", "epoch", ...)
+    # A DP job's training takes this many times the time its counted FLOPs would at the
+    # non-private rate: the measured DP-step time ratio (DP_STEP_TIME_RATIOS) times its
+    # non-private training FLOPs over its counted (clipping included) training FLOPs.
+    time_factor: float = 1.0
 
     def flops_of(self, unit: str) -> float | None:
         """FLOPs of one `unit` of the job's work: "run" (the whole job), or one of `units`
         ("step", "epoch", "phase2", "image", "study_run")."""
         return self.flops if unit == "run" else self.units.get(unit)
+
+    @property
+    def timed_flops(self) -> float:
+        """FLOPs at the non-private rate that take as long as the job: its training's times
+        `time_factor`, its evaluation's as counted."""
+        evaluation = self.parts.get("evaluation", 0)
+        return (self.flops - evaluation) * self.time_factor + evaluation
+
+    def timed_of(self, unit: str) -> float | None:
+        """`flops_of(unit)` at the non-private rate (a training unit times `time_factor`)."""
+        if unit == "run":
+            return self.timed_flops
+        flops = self.units.get(unit)
+        return None if flops is None else flops * self.time_factor
+
+
+def dp_time_factor(job_type: str, nonprivate: float, counted: float) -> float:
+    """`JobBudget.time_factor` of a DP job type whose training counts `counted` FLOPs and
+    would count `nonprivate` without its clipping."""
+    return DP_STEP_TIME_RATIOS[job_type] * nonprivate / counted if counted else 1.0
 
 
 @dataclass
@@ -111,6 +135,7 @@ def _dp_mae(job: WorkflowJob, facts: Facts) -> JobBudget:
 
     settings = DPPretrainSettings.from_config(job.params["settings"], job.params["model"])
     per_example = networks.mae_dp_pretraining(settings.model).train
+    nonprivate = networks.mae_pretraining(settings.model).train
     depth = settings.model.decoder_depth
     return JobBudget(
         job,
@@ -122,6 +147,7 @@ def _dp_mae(job: WorkflowJob, facts: Facts) -> JobBudget:
         settings.steps * settings.batch_size * per_example,
         f"{settings.steps} DP steps x expected batch {settings.batch_size}, per-example clipping counted",
         units={"step": settings.batch_size * per_example},
+        time_factor=dp_time_factor("dp_mae", nonprivate, per_example),
     )
 
 
@@ -238,9 +264,9 @@ def _dp_finetune(job: WorkflowJob, facts: Facts) -> JobBudget:
     data = facts.sizes.of(evaluation.dataset, section["datasets"][evaluation.dataset])
     mae = facts.mae_settings(evaluation.backbone, section["image_size"])
     choice = _feature_choice(options)
-    network = networks.mae_classifier(
-        mae, data.classes, choice.pooling, choice.last_blocks, choice.final_norm, private=True
-    )
+    shape = (mae, data.classes, choice.pooling, choice.last_blocks, choice.final_norm)
+    network = networks.mae_classifier(*shape, private=True)
+    nonprivate = networks.mae_classifier(*shape, private=False).train
     steps, batch = options.get("steps", 1_500), options.get("batch_size", 262_144)
     budget = JobBudget(
         job,
@@ -251,6 +277,7 @@ def _dp_finetune(job: WorkflowJob, facts: Facts) -> JobBudget:
         network.train,
         steps * batch * network.train,
         f"{steps} DP steps x expected batch {batch}, per-example clipping counted",
+        time_factor=dp_time_factor("dp_finetune", nonprivate, network.train),
     )
     return _with_evaluation(budget, data.test, network.forward)
 
@@ -297,6 +324,10 @@ def _private(job: WorkflowJob, facts: Facts) -> JobBudget:
     head, whole = networks.wrn_private(*shape, head_only=True), networks.wrn_private(*shape, head_only=False)
     phase2 = settings.phase2_steps * settings.batch_size * head.train
     phase3 = (settings.steps - settings.phase2_steps) * settings.batch_size * whole.train
+    nonprivate = (
+        settings.phase2_steps * networks.wrn_private(*shape, head_only=True, private=False).train
+        + (settings.steps - settings.phase2_steps) * networks.wrn_private(*shape, head_only=False, private=False).train
+    ) * settings.batch_size
     budget = JobBudget(
         job,
         "dprandp_private",
@@ -309,6 +340,7 @@ def _private(job: WorkflowJob, facts: Facts) -> JobBudget:
         f"batch {settings.batch_size} x {settings.augmult} views, per-example clipping counted",
         parts={"phase2": phase2, "phase3": phase3},
         units={"phase2": phase2},
+        time_factor=dp_time_factor("dprandp_private", nonprivate, phase2 + phase3),
     )
     return _with_evaluation(budget, data.test, whole.forward)  # the EMA model, once at the end
 
@@ -354,8 +386,9 @@ def _transfer_features(job: WorkflowJob, facts: Facts) -> JobBudget:
     )
 
 
-def _head_run(run, facts: Facts, dataset_specs: dict) -> tuple[int, int, float, str]:
-    """(FLOPs, steps, examples per step, model) of one head or probe run of a study."""
+def _head_run(run, facts: Facts, dataset_specs: dict, job_type: str) -> tuple[int, int, float, str, float]:
+    """(FLOPs, steps, examples per step, model, FLOPs at the non-private rate) of one head or
+    probe run of a study."""
     from dpvip.transfer.head import HeadSettings
     from dpvip.transfer.private_probe import PrivateProbeSettings
 
@@ -377,30 +410,44 @@ def _head_run(run, facts: Facts, dataset_specs: dict) -> tuple[int, int, float, 
         settings = PrivateProbeSettings(**run.settings)
         private, steps, per_step = settings.private, settings.steps, data.train
     head = networks.linear_head(width, data.classes, private)
-    return round(steps * per_step * head.train + data.test * head.forward), steps, per_step, f"{width}->{data.classes}"
+    evaluation = data.test * head.forward
+    timed = steps * per_step * head.train
+    if private:
+        timed = (
+            DP_STEP_TIME_RATIOS[job_type] * steps * per_step * networks.linear_head(width, data.classes, False).train
+        )
+    flops = round(steps * per_step * head.train + evaluation)
+    return flops, steps, per_step, f"{width}->{data.classes}", timed + evaluation
+
+
+def job_type_of(study: str) -> str:
+    """A transfer study's job type: Mehta et al.'s heads or DP-RandP's private probe."""
+    return "mehta_heads" if study.startswith("mehta_") else "dprandp_probe"
 
 
 def _transfer_study(job: WorkflowJob, facts: Facts) -> JobBudget:
     study = job.wildcards["study"]
-    job_type = "mehta_heads" if study.startswith("mehta_") else "dprandp_probe"
+    job_type = job_type_of(study)
     specs = facts.names["TRANSFER_CONFIG"].get("datasets", {})
     runs = facts.names["TRANSFER_PLAN"].runs(study)  # the job takes their digest (runs_digest)
     try:
-        counted = [_head_run(run, facts, specs) for run in runs]
+        counted = [_head_run(run, facts, specs, job_type) for run in runs]
     except DpvipInputError as err:
         return _unmodelled(job, job_type, str(err))
-    shapes = sorted({model for *_, model in counted})
+    shapes = sorted({model for _, _, _, model, _ in counted})
     flops = sum(flops for flops, *_ in counted)
+    timed = sum(timed for *_, timed in counted)
     return JobBudget(
         job,
         job_type,
         "linear " + ", ".join(shapes),
-        sum(steps for _, steps, _, _ in counted),
-        max((per_step for _, _, per_step, _ in counted), default=None),
+        sum(steps for _, steps, _, _, _ in counted),
+        max((per_step for _, _, per_step, _, _ in counted), default=None),
         None,
         flops,
         f"{len(runs)} head runs on cached features (steps x expected batch, per-example clipping when private)",
         units={"study_run": flops / len(runs)} if runs else {},
+        time_factor=timed / flops if flops else 1.0,
     )
 
 

@@ -226,18 +226,21 @@ def phase1_step(settings) -> int:
 
 
 @counted
-def wrn_private(model: str, classes: int, image_size: int, views: int, head_only: bool) -> Flops:
+def wrn_private(model: str, classes: int, image_size: int, views: int, head_only: bool, private: bool = True) -> Flops:
     """A DP-SGD step's work on one example (its K augmented views, clipped as one): Phase II
-    trains the head only (the body runs forward), Phase III the whole network."""
+    trains the head only (the body runs forward), Phase III the whole network; with `private`
+    false, the same step without per-example clipping."""
     from dpvip.models.wrn import WideResNet
 
-    with torch.device(CPU):
+    device = CPU if private else META
+    with torch.device(device):
         network = WideResNet(model, classes)
     for name, param in network.named_parameters():
         param.requires_grad_(not head_only or name.startswith("classifier."))
-    images, labels = images_on(CPU, views, image_size), labels_on(CPU, views)
-    train = dp_training_flops(network, lambda: per_example_losses(network(images), labels), views=views)
-    return Flops(train=train, forward=forward_flops(network.eval(), images_on(CPU, 1, image_size)))
+    images, labels = images_on(device, views, image_size), labels_on(device, views)
+    losses = lambda: per_example_losses(network(images), labels)  # noqa: E731
+    train = dp_training_flops(network, losses, views=views) if private else training_flops(losses)
+    return Flops(train=train, forward=forward_flops(network.eval(), images_on(device, 1, image_size)))
 
 
 @counted

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dpvip.budget import PAPER_PEAK_TFLOPS, PEAK_TFLOPS, UTILISATION
+from dpvip.budget import DP_STEP_TIME_RATIOS, PAPER_PEAK_TFLOPS, PEAK_TFLOPS, UTILISATION
 from dpvip.budget.estimates import CPU, JOB_TYPES, JobBudget
 from dpvip.budget.smoke import NO_SMOKE_RUN
 from dpvip.errors import DpvipInputError
@@ -75,7 +75,7 @@ def runtime_check(budget: JobBudget) -> RuntimeCheck:
     or does the job resume after a time limit?"""
     if budget.unmodelled:
         return RuntimeCheck(NOT_MODELLED, None, None, None)
-    wall = gpu_hours(budget.flops, "A100") / gpus_of(budget)
+    wall = gpu_hours(budget.timed_flops, "A100") / gpus_of(budget)
     runtime = budget.job.resources.get("runtime")
     if runtime is None or isinstance(runtime, str):
         return RuntimeCheck(NO_RUNTIME, wall, None, None)
@@ -104,6 +104,10 @@ def notes(scale: str | None) -> list[str]:
         f"Configuration scale: {scale or 'as given'}.",
         f"GPU-hours at {UTILISATION:.0%} of peak dense bf16 throughput ({peaks} TFLOP/s); a job's wall time is "
         "its A100 GPU-hours over the GPUs it asks for (gpu x nodes).",
+        "DP jobs: their GPU-hours are their non-private training FLOPs times the DP step's measured time ratio "
+        "to the non-private step ("
+        + ", ".join(f"{JOB_TYPES[t]} {r:g}x" for t, r in DP_STEP_TIME_RATIOS.items())
+        + "; one H200, bf16, at the paper config's micro-batches), plus their evaluation.",
         "FLOPs: torch.utils.flop_counter on the jobs' own networks at their configured shapes (matrix products, "
         "convolutions and attention, 2 per multiply-add; element-wise work, optimizers and noise not counted), "
         "times the planned examples; DP steps include the per-example norms and clipped sums of "
@@ -142,8 +146,8 @@ def job_frame(budgets: list[JobBudget], memory: list, retries: int | None) -> pd
                 if budget.train_flops_per_example is None
                 else budget.train_flops_per_example / 1e9,
                 "PFLOP": None if budget.unmodelled else budget.flops / 1e15,
-                "A100 GPU-hours": None if budget.unmodelled else gpu_hours(budget.flops, "A100"),
-                "H100 GPU-hours": None if budget.unmodelled else gpu_hours(budget.flops, "H100"),
+                "A100 GPU-hours": None if budget.unmodelled else gpu_hours(budget.timed_flops, "A100"),
+                "H100 GPU-hours": None if budget.unmodelled else gpu_hours(budget.timed_flops, "H100"),
                 "A100 wall hours": check.wall_hours,
                 "Slurm runtime (h)": check.runtime_hours,
                 "runtime check": check.label(retries),
@@ -177,6 +181,7 @@ def summary_frame(budgets: list[JobBudget]) -> pd.DataFrame:
     for job_type in [t for t in JOB_TYPES if t in groups] + [t for t in groups if t not in JOB_TYPES]:
         members = groups[job_type]
         flops = sum(b.flops for b in members)
+        timed = sum(b.timed_flops for b in members)
         unmodelled = sum(1 for b in members if b.unmodelled)
         walls = [runtime_check(b).wall_hours for b in members if job_type != CPU]
         rows.append(
@@ -185,20 +190,20 @@ def summary_frame(budgets: list[JobBudget]) -> pd.DataFrame:
                 "jobs": len(members),
                 "not modelled": unmodelled,
                 "PFLOP": flops / 1e15,
-                "A100 GPU-hours": gpu_hours(flops, "A100"),
-                "H100 GPU-hours": gpu_hours(flops, "H100"),
+                "A100 GPU-hours": gpu_hours(timed, "A100"),
+                "H100 GPU-hours": gpu_hours(timed, "H100"),
                 "longest job, A100 wall hours": max((w for w in walls if w is not None), default=None),
             }
         )
-    flops = sum(b.flops for b in budgets)
+    flops, timed = sum(b.flops for b in budgets), sum(b.timed_flops for b in budgets)
     rows.append(
         {
             "job type": "total",
             "jobs": len(budgets),
             "not modelled": sum(1 for b in budgets if b.unmodelled),
             "PFLOP": flops / 1e15,
-            "A100 GPU-hours": gpu_hours(flops, "A100"),
-            "H100 GPU-hours": gpu_hours(flops, "H100"),
+            "A100 GPU-hours": gpu_hours(timed, "A100"),
+            "H100 GPU-hours": gpu_hours(timed, "H100"),
         }
     )
     return pd.DataFrame(rows)
@@ -241,8 +246,10 @@ def statements_frame(budgets: list[JobBudget], statements: list[dict]) -> pd.Dat
             (b for b in budgets if b.job_type == statement["job_type"] and statement["job"] in b.job.name), None
         )
         flops = None if match is None else match.flops_of(statement["per"])
+        timed = None if match is None else match.timed_of(statement["per"])
         if flops is not None:
             flops *= statement.get("scale", 1.0)
+            timed *= statement.get("scale", 1.0)
         device_seconds = paper_device_seconds(statement)
         peak = PAPER_PEAK_TFLOPS.get(statement["hardware"])
         rows.append(
@@ -255,8 +262,8 @@ def statements_frame(budgets: list[JobBudget], statements: list[dict]) -> pd.Dat
                 "hardware": statement["hardware"],
                 "our job": match.job.name if match else "no such job in this DAG",
                 "our PFLOP": None if flops is None else flops / 1e15,
-                "our A100 GPU-hours": None if flops is None else gpu_hours(flops, "A100"),
-                "our H100 GPU-hours": None if flops is None else gpu_hours(flops, "H100"),
+                "our A100 GPU-hours": None if flops is None else gpu_hours(timed, "A100"),
+                "our H100 GPU-hours": None if flops is None else gpu_hours(timed, "H100"),
                 "utilisation the paper's time implies": (
                     flops / (device_seconds * peak * 1e12) if flops is not None and peak else None
                 ),
