@@ -33,7 +33,7 @@ def unclipped_second_layer(clipper, *args, **kwargs) -> DPStep:
     norms, add = clipper._layer_rules[layer]
     clipper._layer_rules[layer] = (
         lambda layer, call: norms(layer, call) and [],  # prepared for the sum, left out of the norm
-        lambda layer, call, factors, sums: add(layer, call, torch.ones_like(factors), sums),
+        lambda layer, call, factors, sums: add(layer, call, type(factors)(torch.ones_like(factors.values)), sums),
     )
     return DPStep(clipper, *args, **kwargs)
 

@@ -160,3 +160,24 @@ def test_bad_inputs_are_refused_in_one_line(call, message):
     with pytest.raises(DpvipInputError, match=message) as err:
         call()
     assert "\n" not in str(err.value)
+
+
+def test_the_halves_are_random_so_sorted_scores_show_nothing():
+    """Scores with no signal, each set sorted: halves cut by position put the low scores in the
+    choosing half and the high ones in the bounding half (the Gaussian estimate then read 50);
+    cut at random from the seed, the bounds stay near 0, and one seed gives one answer."""
+    rng = np.random.default_rng(13)
+    inside, outside = np.sort(rng.standard_normal(4000)), np.sort(rng.standard_normal(4000))
+    assert gdp_epsilon(inside, outside, 1e-5, split_seed=3) < 0.5
+    assert tight_epsilon(inside, outside, 1e-5, split_seed=3) < 0.5
+    assert gdp_epsilon(inside, outside, 1e-5, split_seed=3) == gdp_epsilon(inside, outside, 1e-5, split_seed=3)
+
+
+def test_the_headline_reads_each_column_at_the_bonferroni_confidence():
+    from dpvip.audit.bounds import headline_confidence
+
+    assert headline_confidence(0.95, 3) == pytest.approx(1 - 0.05 / 3)
+    # a stricter confidence can only lower a bound
+    rng = np.random.default_rng(14)
+    inside, outside = 1.0 + rng.standard_normal(8000), rng.standard_normal(8000)
+    assert tight_epsilon(inside, outside, 1e-5, headline_confidence(0.95, 3)) <= tight_epsilon(inside, outside, 1e-5)

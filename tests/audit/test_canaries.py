@@ -185,6 +185,10 @@ def test_audit_mechanism_reports_both_bounds_beside_the_claim():
     assert record["tightest_accountant"] == "pld" and record["tightest_epsilon"] == pytest.approx(2.0, abs=0.05)
     assert 0 <= record["one_run_white_box"] <= 2.0 and 0 <= record["tight_white_box"] <= 2.0
     assert record["trials"] == 2 * 4000 and record["guesses"] == 100 and record["runs"] == 2
+    # the headline: the valid columns read at 1 - 0.05 / 3, so never above the largest of them
+    assert record["headline_column_confidence"] == pytest.approx(1 - 0.05 / 3)
+    valid = max(record[key] for key in ("one_run_white_box", "one_run_black_box", "tight_white_box"))
+    assert 0 <= record["headline_epsilon"] <= valid and isinstance(record["split_seed"], int)
     with pytest.raises(DpvipInputError, match="guesses 3000 must be positive and at most half"):
         audit_mechanism(MECHANISM, AuditSettings(canaries=4000, width=50, guesses=3000))
 

@@ -15,13 +15,20 @@ opposed to what the accountant says the code spends if it is right.
   FNR_u) give epsilon >= log((1 - delta - FNR_u) / FPR_u) (and the same with the rates
   swapped), which every (epsilon, delta)-DP mechanism satisfies. The threshold is chosen on
   half of the trials and the bound computed on the other half, so choosing it costs no
-  confidence.
+  confidence; the halves are drawn at random from a recorded seed (`split_seed`), so no order
+  of the scores can favour a threshold.
 - `gdp_epsilon`: the same trials read as Nasr et al. read them for DP-SGD, whose trade-off
   between its two score laws is Gaussian (mu-GDP): at a threshold, mu >= Phi^-1(1 - FPR_u) -
   Phi^-1(FNR_u), and epsilon at delta is the Gaussian mechanism's at that mu. It uses the
   bulk of the scores, not their tails, so it needs far fewer trials; it is exact for a
   full-batch step (a canary's score is a Gaussian shift) and, for the linear score of a
   Poisson-subsampled run, below the accountant's epsilon (the score's mu is q sqrt(T) / sigma).
+
+Each column is a lower bound at the stated confidence on its own. The audit's headline, the
+largest of the valid columns, holds at that confidence jointly only if each column in it is
+read at 1 - (1 - confidence) / k for k columns (Bonferroni: a union bound, valid however the
+columns depend on each other, as the one-run and tight white-box columns do through their
+shared first run): `headline_confidence`.
 """
 
 from __future__ import annotations
@@ -126,12 +133,21 @@ def _epsilon_at(fpr, fnr, delta: float):
     return float(best) if best.ndim == 0 else best
 
 
-def _halves(scores_in, scores_out):
-    """(choose_in, bound_in, choose_out, bound_out): the threshold is chosen on the first half
-    of each and the bound is computed on the second, so choosing it costs no confidence."""
+def headline_confidence(confidence: float, columns: int) -> float:
+    """The confidence each of `columns` bounds is read at so that their largest holds at
+    `confidence` (Bonferroni)."""
+    return 1 - (1 - confidence) / columns
+
+
+def _halves(scores_in, scores_out, split_seed: int):
+    """(choose_in, bound_in, choose_out, bound_out): each set cut at random (numpy's PCG64 from
+    `split_seed`, fixed before the scores are seen) into a half the threshold is chosen on and
+    one the bound is computed on, so choosing it costs no confidence whatever the scores' order."""
     scores_in, scores_out = np.asarray(scores_in, dtype=float), np.asarray(scores_out, dtype=float)
     if min(len(scores_in), len(scores_out)) < 4:
         raise DpvipInputError("a tight audit needs at least 4 trials with and 4 without the canary")
+    rng = np.random.default_rng(split_seed)
+    scores_in, scores_out = scores_in[rng.permutation(len(scores_in))], scores_out[rng.permutation(len(scores_out))]
     half_in, half_out = len(scores_in) // 2, len(scores_out) // 2
     return scores_in[:half_in], scores_in[half_in:], scores_out[:half_out], scores_out[half_out:]
 
@@ -144,14 +160,16 @@ def _upper_rates(threshold, inside: np.ndarray, outside: np.ndarray, level: floa
     return clopper_pearson_upper(false_in, len(outside), level), clopper_pearson_upper(false_out, len(inside), level)
 
 
-def tight_epsilon(scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float = 0.95) -> float:
+def tight_epsilon(
+    scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float = 0.95, split_seed: int = 0
+) -> float:
     """epsilon refuted at `confidence` by scores of trials with (in) and without (out) the canary.
 
     The threshold is the one whose Clopper-Pearson bound is largest on the choosing half (the
     bound the other half will be read with): a point estimate there prefers thresholds with
     0-1 errors in a far tail, which the bounding half rarely repeats (then the bound is 0)."""
     _check_confidence(confidence)
-    choose_in, bound_in, choose_out, bound_out = _halves(scores_in, scores_out)
+    choose_in, bound_in, choose_out, bound_out = _halves(scores_in, scores_out, split_seed)
     level = (1 - confidence) / 2  # two rates, each bounded at half the risk
     # candidate thresholds: the tails of the pooled choosing half, from the median outwards
     tails = np.geomspace(0.5, 2.0 / len(choose_out), 200)
@@ -192,12 +210,12 @@ def gdp_power(trials_in: int, trials_out: int, delta: float, confidence: float =
     return min(gaussian_epsilon(float(stats.norm.isf(fpr) - stats.norm.ppf(fnr)), delta), MAX_EPSILON)
 
 
-def gdp_mu(scores_in: np.ndarray, scores_out: np.ndarray, confidence: float = 0.95) -> float:
+def gdp_mu(scores_in: np.ndarray, scores_out: np.ndarray, confidence: float = 0.95, split_seed: int = 0) -> float:
     """The mu of a Gaussian trade-off refuted at `confidence` (0 when none is)."""
     from scipy import stats
 
     _check_confidence(confidence)
-    choose_in, bound_in, choose_out, bound_out = _halves(scores_in, scores_out)
+    choose_in, bound_in, choose_out, bound_out = _halves(scores_in, scores_out, split_seed)
     level = (1 - confidence) / 2
 
     def mu_at(threshold: float, inside: np.ndarray, outside: np.ndarray) -> float:
@@ -209,9 +227,11 @@ def gdp_mu(scores_in: np.ndarray, scores_out: np.ndarray, confidence: float = 0.
     return max(0.0, mu_at(threshold, bound_in, bound_out))
 
 
-def gdp_epsilon(scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float = 0.95) -> float:
+def gdp_epsilon(
+    scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float = 0.95, split_seed: int = 0
+) -> float:
     """epsilon at delta of the Gaussian trade-off that the trials refute (see `gdp_mu`)."""
-    mu = gdp_mu(scores_in, scores_out, confidence)
+    mu = gdp_mu(scores_in, scores_out, confidence, split_seed)
     return min(gaussian_epsilon(mu, delta), MAX_EPSILON) if mu > 0 else 0.0
 
 

@@ -28,6 +28,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import secrets
+
 import numpy as np
 import torch
 from torch import nn
@@ -36,11 +38,14 @@ from dpvip.errors import DpvipInputError
 from dpvip.audit import AUDITED_MECHANISMS
 from dpvip.privacy import ACCOUNTANTS
 from dpvip.audit.bounds import (
+    VALID_BOUNDS,
     AuditSettings,
     check_canaries,
     gdp_epsilon,
     gdp_power,
+    headline_confidence,
     one_run_bound,
+    one_run_epsilon,
     one_run_power,
     tight_epsilon,
     tight_power,
@@ -323,8 +328,11 @@ def audit_mechanism(
     """The empirical lower bounds on `mechanism`'s epsilon beside the epsilon it claims, each
     with its power. `make_step` and `world` reach the white-box runs (tests inject bugs);
     `seed` makes white-box run k seeded by seed + k (NOT private: repeatable tests), where
-    by default each run draws a fresh secret."""
+    by default each run draws a fresh secret. The tight audit's halves are cut at random from
+    a seed drawn before any score (`seed` where given) and recorded; the headline is the
+    largest valid column, each read at the Bonferroni confidence (`headline_confidence`)."""
     settings.check()
+    split_seed = secrets.randbits(63) if seed is None else seed
     count = iter(range(settings.runs_for(mechanism.sample_rate)))
 
     def white_box_run() -> CanaryRun:
@@ -353,8 +361,14 @@ def audit_mechanism(
     )
     inside = np.concatenate([scores[included] for scores, included in runs])
     outside = np.concatenate([scores[~included] for scores, included in runs])
-    tight = tight_epsilon(inside, outside, mechanism.delta, settings.confidence)
-    gdp = gdp_epsilon(inside, outside, mechanism.delta, settings.confidence)
+    tight = tight_epsilon(inside, outside, mechanism.delta, settings.confidence, split_seed)
+    gdp = gdp_epsilon(inside, outside, mechanism.delta, settings.confidence, split_seed)
+    each = headline_confidence(settings.confidence, len(VALID_BOUNDS))
+    headline = max(
+        one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, mechanism.delta, each),
+        one_run_epsilon(black_guesses.canaries, black_guesses.guesses, black_guesses.correct, mechanism.delta, each),
+        tight_epsilon(inside, outside, mechanism.delta, each, split_seed),
+    )
     power = {  # the largest bound each column can report: every guess right, no error
         "one_run_white_box": one_run_power(settings.canaries, guesses.guesses, mechanism.delta, settings.confidence),
         "one_run_black_box": one_run_power(
@@ -377,6 +391,10 @@ def audit_mechanism(
         "one_run_black_box": one_run_black,
         "tight_white_box": tight,
         "gdp_white_box": gdp,  # an estimate: a bound only if the trade-off is Gaussian
+        "headline_epsilon": headline,  # the largest valid column at the joint confidence
+        "headline_confidence": settings.confidence,
+        "headline_column_confidence": each,
+        "split_seed": split_seed,
         **{f"{column}_power": reach for column, reach in power.items()},
         "canaries": settings.canaries,
         "canary_norm": settings.canary_norm,

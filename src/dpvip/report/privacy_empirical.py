@@ -28,6 +28,7 @@ COLUMNS = {
     "confidence": "confidence",
 }
 BOUNDS = [COLUMNS[key] for key in VALID_BOUNDS]
+HEADLINE = "audit epsilon (largest valid bound, joint confidence)"
 MARKERS = {"one_run_white_box": "o", "one_run_black_box": "x", "tight_white_box": "s", "gdp_white_box": "^"}
 
 
@@ -46,9 +47,12 @@ def empirical_table(records: list[dict]) -> tuple[pd.DataFrame, str, list[str]]:
         row[CANNOT_REFUTE] = "; ".join(cannot_refute(record)) or "none"
         rows.append(row)
     frame = pd.DataFrame(rows)
-    # valid bounds only: the estimate is no evidence against a subsampled mechanism's claim
-    frame["audit / claimed"] = frame[BOUNDS].max(axis=1) / frame["claimed epsilon"]
-    frame["audit / tightest"] = frame[BOUNDS].max(axis=1) / frame["tightest epsilon"]
+    # the headline: the largest valid bound, each column read at the Bonferroni confidence so
+    # that the largest holds at the stated one (the estimate is no evidence against a
+    # subsampled mechanism's claim)
+    frame[HEADLINE] = [record["headline_epsilon"] for record in records]
+    frame["audit / claimed"] = frame[HEADLINE] / frame["claimed epsilon"]
+    frame["audit / tightest"] = frame[HEADLINE] / frame["tightest epsilon"]
     notes = [
         "Lower bounds on epsilon at the stated confidence from white-box gradient canaries (pre-clip norm: "
         "canary norm x C, so the clipper is audited too) passed through each mechanism's own DP step "
@@ -68,7 +72,10 @@ def empirical_table(records: list[dict]) -> tuple[pd.DataFrame, str, list[str]]:
         "estimate (Gaussian trade-off, not a bound): the same trials read as a mu-GDP trade-off, converted to "
         "epsilon at delta. It is a lower bound only where the trade-off is Gaussian (exact for a full-batch "
         "step); for a Poisson-subsampled mechanism it is an estimate, and it can exceed the true epsilon. "
-        "audit / claimed uses the valid bounds only. tightest epsilon: the smallest epsilon that RDP and PLD "
+        f"{HEADLINE}: the largest of the valid bounds (one-run and tight columns), each recomputed at "
+        "1 - (1 - confidence) / 3 (Bonferroni), so that the largest holds at the stated confidence jointly; "
+        "audit / claimed and audit / tightest divide it. The tight audit's halves are drawn at random from a "
+        "recorded seed (split_seed in privacy_empirical.json). tightest epsilon: the smallest epsilon that RDP and PLD "
         "give the same (q, sigma, T, delta) (the claims of DP-MAE and DP fine-tuning are RDP figures, which "
         "PLD tightens by about 1.5): audit / tightest is the ratio a bug worth less than that gap shows in.",
         "The white-box audit network is two Linear layers (one weight per canary), not the mechanism's model: "
