@@ -113,39 +113,19 @@ def test_the_presets_set_the_shape_and_flags_override_them():
     from dpvip.cli import build_parser
     from dpvip.cli.bench import dp_step_shape
 
-    preset = build_parser().parse_args(["bench", "dp-step", "--preset", "vip-base"])
-    assert dp_step_shape(preset) == {
-        "model": "base",
-        "image_size": 224,
-        "patch_size": 16,
-        "batch": 128,
-        "micro_batch": 32,
-        "device": "cpu",
-        "precision": "fp32",
-    }
-    changed = build_parser().parse_args(["bench", "dp-step", "--preset", "vip-base", "--batch", "32"])
-    assert dp_step_shape(changed)["batch"] == 32 and dp_step_shape(changed)["micro_batch"] == 32
-    plain = build_parser().parse_args(["bench", "dp-step"])
-    assert dp_step_shape(plain) == {
-        "model": "micro",
-        "image_size": 32,
-        "patch_size": 4,
-        "batch": 64,
-        "micro_batch": None,
-        "device": "cpu",
-        "precision": "fp32",
-    }
+    keys = ("model", "image_size", "patch_size", "batch", "micro_batch", "device", "precision")
+
+    def shape(*flags: str) -> tuple:
+        found = dp_step_shape(build_parser().parse_args(["bench", "dp-step", *flags]))
+        assert set(found) == set(keys)
+        return tuple(found[key] for key in keys)
+
+    assert shape("--preset", "vip-base") == ("base", 224, 16, 128, 32, "cpu", "fp32")
+    assert shape("--preset", "vip-base", "--batch", "32")[3:5] == (32, 32)
+    assert shape() == ("micro", 32, 4, 64, None, "cpu", "fp32")
     # paper: one GPU's share of a paper step, bf16 on CUDA; a flag still overrides it
-    paper = build_parser().parse_args(["bench", "dp-step", "--preset", "paper", "--precision", "fp32"])
-    assert dp_step_shape(paper) == {
-        "model": "base",
-        "image_size": 224,
-        "patch_size": 16,
-        "batch": 2048,
-        "micro_batch": 256,
-        "device": "cuda",
-        "precision": "fp32",
-    }
+    assert shape("--preset", "paper") == ("base", 224, 16, 2048, 256, "cuda", "bf16")
+    assert shape("--preset", "paper", "--precision", "fp32")[-1] == "fp32"
 
 
 def test_round_ratios_pair_each_step_with_the_non_private_step_of_its_round():
