@@ -18,6 +18,9 @@ The public API (importable from `dpvip.privacy`; each name loads its module on f
   forward and one backward pass per micro-batch (ghost norms for Linear layers, opacus' grad
   samplers for the rest); `.add(losses_of)` takes a closure returning per-example losses.
   It refuses, naming the layer, any BatchNorm and what it cannot clip (docs/privacy.md).
+  Under bf16/fp16 autocast its products stay 16-bit (tensor cores, float32 accumulation) and
+  its clip factor bounds what rounding can add (`rounding`: proven, tested against float64),
+  so each example's share stays within C; in full float32 the factor is opacus' own.
 - `DPStep(clipper, optimizer, ledger, examples, randomness)` (`step`): charges the ledger, draws
   the step's Poisson batch (`.batch(step)` or `.sampler`), adds the micro-batches' clipped
   sums, adds N(0, (sigma C)^2) once, divides by the expected batch and steps the optimizer;
@@ -27,7 +30,7 @@ The public API (importable from `dpvip.privacy`; each name loads its module on f
   plain index lists: `DataLoader(dataset, batch_sampler=IndexBatches(dp_step.sampler))` takes
   any map-style `Dataset` (examples/own_loop_vision.py).
 - `make_optimizer`, `set_gradients` (`optimizers`); `privatize`, `privatize_`, `noise_stream`
-  (`noise`): the noise on its own.
+  (`noise`): the noise on its own (on CUDA one fused keyed Triton kernel, `cuda_noise`).
 - Accounting (`accounting`): `Mechanism(sample_rate, noise_multiplier, steps)`, `epsilon(
   mechanisms, delta, accountant)`, `noise_multiplier(sample_rate, steps, target_epsilon,
   delta, accountant)`; `gaussian` for exact full-batch composition.
