@@ -94,9 +94,9 @@ def dpvip_json(*args: str) -> dict:
 def linear_paths(monkeypatch):
     """Spy on the Linear rule: layer -> the weight path taken ('ghost' or 'formed')."""
     seen = {}
-    from dpvip.privacy import clipping
+    from dpvip.privacy import layer_rules
 
-    original = clipping._linear_squared_norms
+    original = layer_rules._linear_squared_norms
 
     def spy(layer, call):
         squared = original(layer, call)
@@ -104,7 +104,7 @@ def linear_paths(monkeypatch):
             seen[layer] = call.parts["weight"][0]
         return squared
 
-    monkeypatch.setattr(clipping, "_linear_squared_norms", spy)
+    monkeypatch.setattr(layer_rules, "_linear_squared_norms", spy)
     return seen
 
 

@@ -93,7 +93,7 @@ def test_convolutions_as_unfolded_linear_layers_equal_opacus_grad_sampler(views,
     """Conv2d goes through the Linear path on unfolded patches (ghost norms where cheaper,
     formed per-example gradients elsewhere); it must give what opacus' conv sampler gives,
     with augmentation multiplicity too."""
-    from dpvip.privacy import clipping
+    from dpvip.privacy import layer_rules
 
     torch.manual_seed(0)
     model = WideResNet(WRNSize(10, 1), num_classes=3).double()
@@ -101,7 +101,7 @@ def test_convolutions_as_unfolded_linear_layers_equal_opacus_grad_sampler(views,
     labels = torch.tensor([0, 1, 2, 1]).repeat_interleave(views)
 
     def clipped(plain_conv: bool):
-        monkeypatch.setattr(clipping, "_plain_conv", lambda layer: plain_conv and type(layer) is nn.Conv2d)
+        monkeypatch.setattr(layer_rules, "_plain_conv", lambda layer: plain_conv and type(layer) is nn.Conv2d)
         summer = ClippedGradientSum(model, 0.05, views=views)
         _, norms = summer.add(lambda: nn.functional.cross_entropy(model(x), labels, reduction="none"))
         summer.close()

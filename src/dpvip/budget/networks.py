@@ -35,6 +35,7 @@ NETWORK_SOURCES = (
     "models/mae.py",
     "models/wrn.py",
     "privacy/clipping.py",
+    "privacy/layer_rules.py",
     "evaluate/features.py",
     "evaluate/finetune.py",
     "evaluate/vitdet.py",

@@ -64,7 +64,7 @@ class NoiseStream:
         message = b"dpvip noise chunk\0" + label + b"\0" + chunk.to_bytes(8, "big") + self.material
         return hashlib.shake_256(message).digest(size)
 
-    def draw_(self, out: torch.Tensor, chunk: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    def draw_(self, chunk: int) -> Callable[[torch.Tensor], torch.Tensor]:
         """A function filling its argument (on CPU) with N(0, 1) draws of chunk `chunk`'s
         stream, one draw after another."""
         generator = keyed_cpu_generator(self.chunk_material(chunk, b"mt19937", 4 * MT_WORDS))
@@ -113,7 +113,7 @@ def add_gaussian_noise_(values: torch.Tensor, std: float, stream: NoiseStream) -
         scratch = torch.empty(min(NOISE_CHUNK, flat.numel()), device=flat.device, dtype=flat.dtype)
         for k in range(first, len(chunks), workers):
             part = chunks[k]
-            draw = stream.draw_(part, k)
+            draw = stream.draw_(k)
             for _ in range(DRAWS):
                 part.add_(draw(scratch[: part.numel()]), alpha=std / DRAWS**0.5)
 
