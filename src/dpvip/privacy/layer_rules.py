@@ -20,10 +20,7 @@ from torch import nn
 from dpvip.privacy.rounding import SIXTEEN_BIT, ghost_bound, round_down
 
 CLIP_EPSILON = 1e-6  # opacus' guard against division by a zero norm
-# About this many tokens per block of a ghost norm's Grams, by device type (None: one block).
-# On a GPU the saved products cost less than the extra launches and odd shapes (H200, bf16).
-GRAM_BLOCK_TOKENS = {"cpu": 64, "cuda": None}
-RESULT_ROW_ALIGNMENT = 8  # float32 entries: a CUDA result's rows start 32-byte aligned
+GRAM_BLOCK_TOKENS = 64  # about this many tokens per block of a ghost norm's Grams
 
 
 def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
@@ -78,29 +75,14 @@ def sixteen_bit_products_to_float32(device: torch.device) -> bool:
         return False
 
 
-def _aligned_result(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """An empty float32 (batch, rows, cols) for x @ y whose rows start aligned: its row
-    stride is cols rounded up to RESULT_ROW_ALIGNMENT. cuBLAS takes such a strided result as
-    it is; with a Gram's odd token count (ViP's 197) as the row stride it falls back to
-    unaligned kernels (torch 2.11 on an H200: a Turing-era cutlass kernel at about 40
-    TFLOP/s, a sixth of the step's time)."""
-    batch, rows, cols = x.shape[0], x.shape[1], y.shape[2]
-    stride = -(-cols // RESULT_ROW_ALIGNMENT) * RESULT_ROW_ALIGNMENT
-    return torch.empty(batch, rows, stride, dtype=torch.float32, device=x.device)[:, :, :cols]
-
-
 def float32_bmm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x @ y in float32, accumulating in float32: 16-bit operands stay 16-bit where torch can
-    (tensor cores) and are widened elsewhere. On CUDA the result is a strided view whose rows
-    start aligned (`_aligned_result`)."""
-    if x.device.type != "cuda":
-        return torch.bmm(x.float(), y.float()) if x.dtype in SIXTEEN_BIT else torch.bmm(x, y)
-    out = _aligned_result(x, y)
+    (tensor cores) and are widened elsewhere."""
     if x.dtype not in SIXTEEN_BIT:
-        return torch.bmm(x, y, out=out)
+        return torch.bmm(x, y)
     if sixteen_bit_products_to_float32(x.device):
-        return torch.bmm(x, y, out_dtype=torch.float32, out=out)
-    return torch.bmm(x.float(), y.float(), out=out)
+        return torch.bmm(x, y, out_dtype=torch.float32)
+    return torch.bmm(x.float(), y.float())
 
 
 def _add_float32_mm_(total: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> None:
@@ -118,21 +100,20 @@ def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor, wide: bool = False) ->
 
     Both Grams are symmetric, so with the tokens cut into k blocks only block row i from
     block column i on is formed, the part right of the diagonal block counted twice:
-    (k + 1) / 2k of the T^2 entries. k is about T / GRAM_BLOCK_TOKENS[device type]: on 2 CPU
-    threads, a ViP decoder layer (T = 197) in 3 blocks takes 20-25% less time than one full
-    Gram, while blocks much under 50 tokens lose the saving to smaller matrix products.
+    (k + 1) / 2k of the T^2 entries. k is about T / GRAM_BLOCK_TOKENS: on 2 CPU threads, a
+    ViP decoder layer (T = 197) in 3 blocks takes 20-25% less time than one full Gram, while
+    blocks much under 50 tokens lose the saving to smaller matrix products.
 
     The Grams are float32 (16-bit operands on tensor cores, `float32_bmm`); with `wide`, their
     entrywise products (float32, rounded once) are summed in float64, as the bounded clip
     assumes."""
-    tokens, batch = a.shape[1], a.shape[0]
-    per_block = GRAM_BLOCK_TOKENS.get(a.device.type, GRAM_BLOCK_TOKENS["cpu"])
-    blocks = max(1, round(tokens / per_block)) if per_block else 1
+    tokens = a.shape[1]
+    blocks = max(1, round(tokens / GRAM_BLOCK_TOKENS))
+    batch = a.shape[0]
     if blocks == 1 and not wide:
-        grams = float32_bmm(a, a.transpose(1, 2)), float32_bmm(g, g.transpose(1, 2))
-        if grams[0].is_contiguous():
-            return torch.linalg.vecdot(grams[0].view(batch, -1), grams[1].view(batch, -1))
-        return grams[0].mul_(grams[1]).sum((1, 2))  # rows padded for alignment (CUDA)
+        return torch.linalg.vecdot(
+            float32_bmm(a, a.transpose(1, 2)).view(batch, -1), float32_bmm(g, g.transpose(1, 2)).view(batch, -1)
+        )
     sums = torch.float64 if wide else a.dtype
     if blocks == 1:  # wide: the products rounded once in float32, summed in float64
         product = float32_bmm(a, a.transpose(1, 2))
