@@ -10,7 +10,6 @@ the clip bound (`dpvip.privacy.rounding`).
 from __future__ import annotations
 
 import functools
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -21,8 +20,7 @@ from torch import nn
 from dpvip.privacy.rounding import SIXTEEN_BIT, ghost_bound, round_down
 
 CLIP_EPSILON = 1e-6  # opacus' guard against division by a zero norm
-# About this many tokens per block of a ghost norm's Grams, by device type (None: one block).
-GRAM_BLOCK_TOKENS = {"cpu": 64, "cuda": None}
+GRAM_BLOCK_TOKENS = 64  # about this many tokens per block of a ghost norm's Grams
 
 
 def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
@@ -40,7 +38,7 @@ class _Call:
     backprops: torch.Tensor | None = None
     squared: list = field(default_factory=list)  # per-example squared norms, per parameter
     bounded: bool = False  # reduced-precision products: what the clip bound needs is kept
-    ghost_bounds: list = field(default_factory=list)  # (S, e, r, A, o) per ghost-norm part (`rounding.ghost_bound`)
+    ghost_bounds: list = field(default_factory=list)  # (S, e, r) per ghost-norm part (`rounding.ghost_bound`)
     formed_squares: list = field(default_factory=list)  # the squared norms of formed parts
     parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
 
@@ -87,28 +85,6 @@ def float32_bmm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.bmm(x.float(), y.float())
 
 
-def sixteen_bit_grams(a: torch.Tensor) -> bool:
-    """Whether a bounded ghost norm takes its Grams in bf16 (float32 accumulation, rounded
-    once): on CUDA, where torch 2.11's bf16 x bf16 -> float32 batched product runs a
-    Turing-era kernel (about 40 TFLOP/s on an H200, a sixth of the DP step) while the bf16
-    one runs at full speed. The extra rounding is in the clip bound (`dpvip.privacy.rounding`).
-    Not fp16: its range would underflow a backprop's Gram."""
-    return a.dtype == torch.bfloat16 and a.device.type == "cuda"
-
-
-@contextmanager
-def _float32_accumulation():
-    """cuBLAS kept from reduced-precision (bf16) partial sums in split-K products while the
-    Grams are formed: the bound assumes float32 accumulation."""
-    matmul = torch.backends.cuda.matmul
-    allowed = matmul.allow_bf16_reduced_precision_reduction
-    matmul.allow_bf16_reduced_precision_reduction = False
-    try:
-        yield
-    finally:
-        matmul.allow_bf16_reduced_precision_reduction = allowed
-
-
 def _add_float32_mm_(total: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> None:
     """total += x @ y (total float32), accumulating in float32 whatever the operands' dtype."""
     if x.dtype not in SIXTEEN_BIT:
@@ -119,53 +95,50 @@ def _add_float32_mm_(total: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> N
         total.addmm_(x.float(), y.float())
 
 
-def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor, wide: bool = False, sixteen_bit: bool = False):
+def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor, wide: bool = False) -> torch.Tensor:
     """Per example, <A A^T, G G^T> = ||G^T A||^2 from (examples, tokens, features) A and G.
 
     Both Grams are symmetric, so with the tokens cut into k blocks only block row i from
     block column i on is formed, the part right of the diagonal block counted twice:
-    (k + 1) / 2k of the T^2 entries. k is about T / GRAM_BLOCK_TOKENS[device type]: on 2 CPU
-    threads, a ViP decoder layer (T = 197) in 3 blocks takes 20-25% less time than one full
-    Gram, while blocks much under 50 tokens lose the saving to smaller matrix products; on a
-    GPU the launches cost more than the products saved.
+    (k + 1) / 2k of the T^2 entries. k is about T / GRAM_BLOCK_TOKENS: on 2 CPU threads, a
+    ViP decoder layer (T = 197) in 3 blocks takes 20-25% less time than one full Gram, while
+    blocks much under 50 tokens lose the saving to smaller matrix products.
 
-    The Grams are float32 (16-bit operands on tensor cores, `float32_bmm`), or with
-    `sixteen_bit` bf16 rounded from float32 accumulation (`sixteen_bit_grams`); with `wide`,
-    their entrywise products (float32: exact for bf16 Grams) are summed in float64, as the
-    bounded clip assumes. With `sixteen_bit`, returns (squared norms, A): A the float64 sum
-    of the products' magnitudes, which the bound charges the Grams' rounding to."""
-    tokens, batch = a.shape[1], a.shape[0]
-    per_block = GRAM_BLOCK_TOKENS.get(a.device.type, GRAM_BLOCK_TOKENS["cpu"])
-    blocks = max(1, round(tokens / per_block)) if per_block else 1
-    if blocks == 1 and not wide and not sixteen_bit:
+    The Grams are float32 (16-bit operands on tensor cores, `float32_bmm`); with `wide`, their
+    entrywise products (float32, rounded once) are summed in float64, as the bounded clip
+    assumes."""
+    tokens = a.shape[1]
+    blocks = _gram_blocks(a)
+    batch = a.shape[0]
+    if blocks == 1 and not wide:
         return torch.linalg.vecdot(
             float32_bmm(a, a.transpose(1, 2)).view(batch, -1), float32_bmm(g, g.transpose(1, 2)).view(batch, -1)
         )
-    sums = torch.float64 if wide or sixteen_bit else a.dtype
+    sums = torch.float64 if wide else a.dtype
+    if blocks == 1:  # wide: the products rounded once in float32, summed in float64
+        product = float32_bmm(a, a.transpose(1, 2))
+        return product.mul_(float32_bmm(g, g.transpose(1, 2))).sum((1, 2), dtype=sums)
     size = -(-tokens // blocks)
     total = torch.zeros(batch, dtype=sums, device=a.device)
-    magnitudes = torch.zeros_like(total) if sixteen_bit else None
     for start in range(0, tokens, size):
         end = min(start + size, tokens)
-        if sixteen_bit:
-            with _float32_accumulation():
-                product = torch.bmm(a[:, start:end], a[:, start:].transpose(1, 2)).float()
-                product.mul_(torch.bmm(g[:, start:end], g[:, start:].transpose(1, 2)))
-        else:
-            product = float32_bmm(a[:, start:end], a[:, start:].transpose(1, 2))
-            product.mul_(float32_bmm(g[:, start:end], g[:, start:].transpose(1, 2)))
-        _add_block_sum_(total, product, end - start)
-        if sixteen_bit:
-            _add_block_sum_(magnitudes, product.abs_(), end - start)
-    return (total, magnitudes) if sixteen_bit else total
+        product = float32_bmm(a[:, start:end], a[:, start:].transpose(1, 2))
+        product.mul_(float32_bmm(g[:, start:end], g[:, start:].transpose(1, 2)))
+        total += product[:, :, : end - start].sum((1, 2), dtype=sums)  # the diagonal block: both halves in it
+        if end < tokens:  # its mirror image is not formed
+            total += 2 * product[:, :, end - start :].sum((1, 2), dtype=sums)
+    return total
 
 
-def _add_block_sum_(total: torch.Tensor, block_row: torch.Tensor, width: int) -> None:
-    """total += the sum of a block row's entries over the whole symmetric matrix: its
-    diagonal block (width columns) once, the rest twice for its mirror image, not formed."""
-    total += block_row[:, :, :width].sum((1, 2), dtype=total.dtype)
-    if block_row.shape[2] > width:
-        total += 2 * block_row[:, :, width:].sum((1, 2), dtype=total.dtype)
+def _gram_blocks(a: torch.Tensor) -> int:
+    """How many blocks a ghost norm cuts its tokens into: about T / GRAM_BLOCK_TOKENS, except
+    float32 operands on CUDA, whose Grams run fastest whole (fewer launches). Measured on an
+    H200 (ViP-Base, batch 512 in micro-batches of 256): fp32 1.20x -> 1.15x the non-private
+    step whole; bf16 stays in blocks, since torch 2.11 runs its float32-output batched
+    products on a slow kernel whose time follows the products' size (whole: 2.0x, blocks: 1.55x)."""
+    if a.device.type == "cuda" and a.dtype not in SIXTEEN_BIT:
+        return 1
+    return max(1, round(a.shape[1] / GRAM_BLOCK_TOKENS))
 
 
 def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, call: _Call) -> list:
@@ -175,15 +148,9 @@ def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, cal
     squared = []
     if layer.weight.requires_grad:
         if tokens * (fan_in + fan_out) < fan_in * fan_out:
+            squared.append(ghost_squared_norms(a, g, wide=call.bounded))
             call.parts["weight"] = ("ghost", a, g)
-            if not call.bounded:
-                squared.append(ghost_squared_norms(a, g))
-            elif sixteen_bit_grams(a):
-                norms, magnitudes = ghost_squared_norms(a, g, wide=True, sixteen_bit=True)
-                squared.append(norms)
-                call.ghost_bounds.append(ghost_bound(a, g, magnitudes))
-            else:
-                squared.append(ghost_squared_norms(a, g, wide=True))
+            if call.bounded:
                 call.ghost_bounds.append(ghost_bound(a, g))
         else:
             squared.append(_formed(call, "weight", float32_bmm(g.transpose(1, 2), a)))

@@ -24,15 +24,6 @@ Then, per example:
    gamma_n) - 1: each Gram entry errs by at most g_n ||a_s|| ||a_t|| (Cauchy-Schwarz), and
    sum_{s,t} alpha_s alpha_t beta_s beta_t = S^2. S itself is summed in float32 and enlarged
    by its own rounding bound, so it is never below the true S.
-   Where the Grams are themselves bf16 (on CUDA, whose float32-output batched products of
-   bf16 are slow: `layer_rules.sixteen_bit_grams`), each entry is the float32 accumulation
-   rounded to nearest once more, by at most u = 2^-8 relative (v = u / (1 - u) relative to
-   the rounded entry). With X, Y the exact Grams and X^, Y^ the rounded ones, per entry
-   |X^ Y^ - X Y| <= [g_in + (1 + g_in)(1 + u)(1 + v) g_out] alpha_s alpha_t beta_s beta_t +
-   v (2 + v) |X^ Y^|; the products X^ Y^ of two bf16 numbers are exact in float32 and their
-   sum, and the sum A of their magnitudes, are taken in float64. So |N^2 - ||W||^2| <= e S^2 +
-   o A with e the bracket and o = (v (2 + v) + gamma64) / (1 - gamma64): the Grams' own
-   rounding is charged to A, which is far below S^2 when tokens are not all aligned.
 2. The clipped sum multiplies the rounded scaled operand fl(c g_t) (or fl(c a_t)) by the other
    one: the example's share differs from c W by at most r = c S ((1 + u_scale)(1 +
    product_error)(1 + gamma_T) - 1) in Frobenius norm (triangle inequality over tokens), with
@@ -113,43 +104,32 @@ def round_down(factors: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.where(above, (rounded.view(torch.int16) - 1).view(dtype), rounded)
 
 
-def ghost_bound(a: torch.Tensor, g: torch.Tensor, magnitudes: torch.Tensor | None = None) -> tuple:
-    """(S per example in float32, e, r, A, o) for a ghost-norm layer (items 1 and 2 above):
-    e S^2 + o A is the most rounding can take from its squared norm, r S^2 the squared most
-    that rounding the scaled operand can add to its unscaled share (the bound on S's own
-    rounding folded into both). `magnitudes`: A, the float64 sum of |X^ Y^| per example where
-    the Grams were rounded to bf16 (then o > 0), else None (o = 0). Per layer only S costs
-    device work: e, r and o are numbers, and `bound_terms` sums every layer's at once."""
+def ghost_bound(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, float, float]:
+    """(S per example in float32, e, r) for a ghost-norm layer (items 1 and 2 above): e S^2 is
+    the most rounding can take from its squared norm, r S^2 the squared most that rounding the
+    scaled operand can add to its unscaled share (the bound on S's own rounding folded into
+    both). Per layer only S costs device work: e and r are numbers, and `bound_terms` sums
+    every layer's at once."""
     tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
     errs = product_error(a.dtype, a.device.type)
     g_in = (1 + errs) * (1 + gamma(fan_in)) - 1
     g_out = (1 + errs) * (1 + gamma(fan_out)) - 1
-    sum64 = gamma(tokens * tokens + 1, FLOAT64_UNIT)
-    if magnitudes is None:  # float32 Grams, their entrywise products rounded once in float32
-        eps, o = (1 + g_in) * (1 + g_out) * (1 + 2.0**-24) * (1 + sum64) - 1, 0.0
-    else:  # bf16 Grams: exact products, the entries' rounding charged to A
-        u = _UNIT_ROUNDOFF[torch.bfloat16]
-        v = u / (1 - u)
-        eps, o = g_in + (1 + g_in) * (1 + u) * (1 + v) * g_out, (v * (2 + v) + sum64) / (1 - sum64)
+    eps = (1 + g_in) * (1 + g_out) * (1 + 2.0**-24) * (1 + gamma(tokens * tokens + 1, FLOAT64_UNIT)) - 1
     u_scale = _UNIT_ROUNDOFF[a.dtype]  # the scaled operand (a's or g's: one dtype) rounds once
     share = (1 + u_scale) * (1 + errs) * (1 + gamma(tokens)) - 1
     norm_sum, enlarge = token_norm_sum(a, g)
-    return norm_sum, eps * enlarge**2, (share * enlarge) ** 2, magnitudes, o
+    return norm_sum, eps * enlarge**2, (share * enlarge) ** 2
 
 
 def bound_terms(ghosts: list, formed: list, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(errors, roundings) per example (float64), summed over every ghost layer's
-    (S, e, r, A, o) of `ghost_bound` and every formed part's squared norm (item 3), in a few
-    kernels whatever the number of layers. `like`: a per-example float64 tensor (device, shape)."""
+    (S, e, r) of `ghost_bound` and every formed part's squared norm (item 3), in a few kernels
+    whatever the number of layers. `like`: a per-example float64 tensor (device, shape)."""
     errors, roundings = torch.zeros_like(like), torch.zeros_like(like)
     if ghosts:
-        squares = torch.stack([ghost[0] for ghost in ghosts]).double().square()
-        coefficients = torch.tensor([ghost[1:3] for ghost in ghosts], dtype=torch.float64, device=like.device)
+        squares = torch.stack([norm_sum for norm_sum, _, _ in ghosts]).double().square()
+        coefficients = torch.tensor([[e, r] for _, e, r in ghosts], dtype=torch.float64, device=like.device)
         errors, roundings = (coefficients.T @ squares).unbind(0)
-        rounded = [(magnitudes, o) for _, _, _, magnitudes, o in ghosts if magnitudes is not None]
-        if rounded:
-            weights = torch.tensor([o for _, o in rounded], dtype=torch.float64, device=like.device)
-            errors = errors + weights @ torch.stack([magnitudes for magnitudes, _ in rounded])
     if formed:
         roundings = roundings + FORMED_ROUNDING**2 * torch.stack(formed).sum(0)
     return errors, roundings
