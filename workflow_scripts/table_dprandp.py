@@ -6,7 +6,7 @@ from dpvip.logs import workflow_job
 from dpvip.report.dprandp_tables import read_results
 from dpvip.report.dprandp_tables import dprandp_table
 from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 
 with workflow_job(snakemake.log[0]):
@@ -14,4 +14,4 @@ with workflow_job(snakemake.log[0]):
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     results = read_results(p.runs, snakemake.input.results)
     frame, title, notes = dprandp_table(snakemake.wildcards.table, p.plan, results, values, p.scale)
-    write_table(frame, snakemake.output[0], title, notes + randomness_notes(results.values()))
+    write_table(frame, snakemake.output[0], title, notes + privacy_notes(results.values()))

@@ -6,7 +6,7 @@ from pathlib import Path
 from dpvip.logs import workflow_job
 from dpvip.report.dprandp_tables import read_results
 from dpvip.report.dprandp_claims import claims_table
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 
 with workflow_job(snakemake.log[0]):
@@ -15,4 +15,4 @@ with workflow_job(snakemake.log[0]):
     studies = {Path(path).stem: json.loads(Path(path).read_text()) for path in snakemake.input.studies}
     frame, title, notes = claims_table(p.plan, results, p.scale, studies)
     sources = [*results.values(), *studies.values()]
-    write_table(frame, snakemake.output[0], title, notes + randomness_notes(sources))
+    write_table(frame, snakemake.output[0], title, notes + privacy_notes(sources))

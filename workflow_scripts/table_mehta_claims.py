@@ -5,10 +5,10 @@ from pathlib import Path
 
 from dpvip.logs import workflow_job
 from dpvip.report.mehta_claims import mehta_claims_table
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     studies = {Path(path).stem: json.loads(Path(path).read_text()) for path in snakemake.input.studies}
     frame, title, notes = mehta_claims_table(studies, snakemake.params.scale)
-    write_table(frame, snakemake.output[0], title, notes + randomness_notes(list(studies.values())))
+    write_table(frame, snakemake.output[0], title, notes + privacy_notes(list(studies.values())))

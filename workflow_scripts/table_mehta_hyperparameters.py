@@ -8,7 +8,7 @@ from pathlib import Path
 from dpvip.logs import workflow_job
 from dpvip.report.mehta_hyperparameters import hyperparameter_table, load_paper_settings
 from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 
 with workflow_job(snakemake.log[0]):
@@ -24,4 +24,4 @@ with workflow_job(snakemake.log[0]):
         p.stages,
         p.scale,
     )
-    write_table(frame, snakemake.output[0], title, notes + randomness_notes(studies))
+    write_table(frame, snakemake.output[0], title, notes + privacy_notes(studies))

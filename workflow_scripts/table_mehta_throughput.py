@@ -7,7 +7,7 @@ from pathlib import Path
 from dpvip.logs import workflow_job
 from dpvip.report.mehta_throughput import throughput_table
 from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 
 with workflow_job(snakemake.log[0]):
@@ -15,4 +15,4 @@ with workflow_job(snakemake.log[0]):
     values = load_paper_values(Path(snakemake.input.paper_values).parent)
     results = json.loads(Path(snakemake.input.results).read_text())
     frame, title, notes = throughput_table(results, values, p.section, p.scale)
-    write_table(frame, snakemake.output[0], title, notes + randomness_notes([results]))
+    write_table(frame, snakemake.output[0], title, notes + privacy_notes([results]))

@@ -9,7 +9,7 @@ from dpvip.report.dprandp_probe_tables import probe_table
 from dpvip.report.grid_privacy import grid_notes
 from dpvip.report.mehta_tables import mehta_table
 from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 
 BUILDERS = {"mehta": mehta_table, "dprandp": probe_table}
@@ -20,4 +20,4 @@ with workflow_job(snakemake.log[0]):
     results = json.loads(Path(snakemake.input.results).read_text())
     frame, title, notes = BUILDERS[p.paper](snakemake.wildcards.table, results, values, p.section, p.scale)
     grids = grid_notes([results]) if p.paper == "mehta" else []  # the learning rate is picked on test accuracy
-    write_table(frame, snakemake.output[0], title, notes + grids + randomness_notes([results]))
+    write_table(frame, snakemake.output[0], title, notes + grids + privacy_notes([results]))

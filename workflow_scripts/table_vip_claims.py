@@ -5,7 +5,7 @@ from pathlib import Path
 
 from dpvip.logs import workflow_job
 from dpvip.plan.vip_evaluations import Evaluation
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 from dpvip.report.vip_claims import vip_claims_table
 from dpvip.train.metrics import read_metrics
@@ -21,4 +21,4 @@ with workflow_job(snakemake.log[0]):
     }
     privacy = [json.loads(Path(path).read_text()) for path in snakemake.input.privacy]
     frame, title, notes = vip_claims_table(snakemake.params.plan, results, losses, snakemake.params.scale)
-    write_table(frame, snakemake.output[0], title, notes + randomness_notes([list(results.values()), privacy]))
+    write_table(frame, snakemake.output[0], title, notes + privacy_notes([list(results.values()), privacy]))

@@ -7,7 +7,7 @@ from pathlib import Path
 from dpvip.logs import workflow_job
 from dpvip.report.dp_tables import NOTES, vip_dp_runs
 from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 from dpvip.train.metrics import read_metrics
 
@@ -17,5 +17,5 @@ with workflow_job(snakemake.log[0]):
         for path in snakemake.input.privacy
     }
     table = vip_dp_runs(runs, load_paper_values(Path(snakemake.input.paper_values).parent))
-    notes = NOTES + randomness_notes(ledger for ledger, _ in runs.values())
+    notes = NOTES + privacy_notes(ledger for ledger, _ in runs.values())
     write_table(table, snakemake.output[0], "ViP DP pre-training runs (Table 10's σ beside ours)", notes)

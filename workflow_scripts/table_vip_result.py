@@ -5,7 +5,7 @@ from pathlib import Path
 
 from dpvip.logs import workflow_job
 from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import randomness_notes
+from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 from dpvip.plan.vip_rows import table_rows
 from dpvip.report.vip_readings import label_random_baselines, reading_notes
@@ -30,4 +30,4 @@ with workflow_job(snakemake.log[0]):
     frame = label_random_baselines(vip_table(table, values, rows, ours), results)
     notes = stand_in_notes(results, snakemake.params.scale) + selection_notes(results)
     notes += reading_notes(results, snakemake.params.columns)
-    write_table(frame, snakemake.output[0], TITLES[table], notes + randomness_notes([results, privacy]))
+    write_table(frame, snakemake.output[0], TITLES[table], notes + privacy_notes([results, privacy]))

@@ -105,3 +105,15 @@ def test_a_test_folder_with_a_class_the_train_folder_lacks_is_refused_naming_bot
     (tmp_path / "test" / "rocket").rmdir()
     (tmp_path / "test" / "coffee").rmdir()  # a test split lacking a class is allowed
     check_labelled_sets(config, tmp_path)
+
+
+def test_a_private_datasets_name_is_its_source_and_where_its_training_split_is_read():
+    from dpvip.plan.data_paths import private_data_name
+
+    # ViP's ImageNet entry and Mehta et al.'s, read from one folder, are one dataset.
+    vip = {"source": "image_folder", "train": "/data/imagenet/train", "test": "/data/imagenet/val"}
+    mehta = {"source": "image_folder", "train": "/data/imagenet/train", "test": "/elsewhere/val", "classes": 1000}
+    assert private_data_name(vip) == private_data_name(mehta) == "image_folder /data/imagenet/train"
+    assert private_data_name({"source": "cifar10", "root": "/data/cifar"}) == "cifar10 /data/cifar"
+    assert private_data_name({"source": "photo_crops", "per_class": 400}) == "photo_crops"
+    assert private_data_name({"source": "shards", "shards": "results/data/laion/index.json"}).endswith("index.json")

@@ -436,6 +436,22 @@ def test_the_ledger_records_the_randomness_and_delta_n(tmp_path):
         secret.ledger.resumed(seeded.ledger.record(), 0, "state.pt")
 
 
+def test_the_ledger_names_the_private_data_and_the_run_and_an_older_state_resumes(tmp_path):
+    # What lets a bundle compose every release on one dataset once (`report.privacy_totals`).
+    ledger = PrivacyLedger.calibrate("rdp", 0.2, 4, 2.0, 1e-5, 0.3)
+    randomness = RunRandomness.secret(tmp_path)
+    _, dp_step = tiny_step(ledger, data="photo_crops")
+    named = DPStep(dp_step.clipper, dp_step.optimizer, ledger, 50, randomness, data="photo_crops")
+    record = named.ledger.record()
+    assert record["data"] == "photo_crops" and record["run"] == randomness.identity()
+    assert tiny_step(ledger)[1].ledger.record()["data"] is None
+    # a state saved before the ledger named them (no data, no run) resumes, and keeps them
+    older = {key: value for key, value in named.ledger.charge(1).record().items() if key not in ("data", "run")}
+    named.load_state_dict({"privacy": older}, 1, "state.pt")
+    assert named.ledger.steps_done == 1
+    assert (named.ledger.data, named.ledger.run) == ("photo_crops", randomness.identity())
+
+
 def test_the_noise_comes_from_the_runs_key(tmp_path):
     """Full batch (q = 1, so every run takes every example): two secret keys give two noise
     draws, one key the same draw; nothing of the config's seed enters."""

@@ -161,9 +161,11 @@ def train_dp_classifier(
     settings: DPFinetuneSettings,
     work_dir: JobState | str | Path | None = None,
     progress: bool = True,
+    data: str | None = None,
 ) -> tuple[Classifier, dict]:
     """A copy of `mae` with a linear head, fine-tuned on `train` under DP-AdamW; returns it
     and what the run recorded (the privacy ledger w.r.t. `train`, realised batch sizes).
+    `data`: the private dataset's name in the ledger (`DPStep`).
     `work_dir`: the run's private folder (or its JobState), whose secret key the key store keeps
     (secret randomness) and its state is saved every k steps and on SIGTERM; a rerun
     resumes it, ledger included. Under several processes (the JobState's `dist`) each rank
@@ -192,7 +194,14 @@ def train_dp_classifier(
     randomness = run_randomness(settings, train, job.folder, dist, job.identity)
     ranks = {"rank": dist.rank, "world": dist.world, "all_reduce": dist.sum_tensor} if dist is not None else {}
     dp_step = DPStep(
-        clipper, optimizer, ledger, examples, randomness, allow_large_delta=settings.allow_large_delta, **ranks
+        clipper,
+        optimizer,
+        ledger,
+        examples,
+        randomness,
+        allow_large_delta=settings.allow_large_delta,
+        data=data,
+        **ranks,
     )
     sizes, clipped, start = [], 0, 0
     # the state belongs to the run's key: a state left by a run whose key is gone is refused
@@ -251,13 +260,14 @@ def dp_finetune(
     settings: DPFinetuneSettings,
     work_dir: JobState | str | Path | None = None,
     progress: bool = True,
+    data: str | None = None,
 ) -> dict:
     """Fine-tune a copy of `mae` with a linear head on `train` under DP-AdamW and score it on
     `test` (LabelledImages or FolderImages): top-1 accuracy in percent, the privacy ledger
     (w.r.t. `train`), the realised batch sizes and the settings. `work_dir` as for
     `train_dp_classifier`; the saved state is cleared once the score exists."""
     job = JobState.of(work_dir)
-    classifier, record = train_dp_classifier(mae, train, settings, job, progress)
+    classifier, record = train_dp_classifier(mae, train, settings, job, progress, data)
     accuracy, per_example = classifier_score(classifier, test, dist=job.dist)
     job.clear_loop("dp_finetune")
     if job.is_main:

@@ -25,6 +25,7 @@ import torch
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.datasets import IndexedImages, first_per_class, labelled_split
 from dpvip.evaluate.features import FeatureChoice, extract
+from dpvip.plan.data_paths import private_data_name
 from dpvip.evaluate.kshot import k_shot_indices
 from dpvip.evaluate.linear_probe import ProbeSettings, best_of_grid, probe_grid, scores, train_probe_augmented
 from dpvip.files import private_work_dir, sha256, write_json
@@ -160,7 +161,8 @@ def _dp_finetune(evaluation: Evaluation, section: dict, checkpoint: str | None, 
     train, test, data = labelled_split(
         evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"]
     )
-    result = dp_finetune(mae, train, test, settings, job, progress=job.is_main)
+    data_name = private_data_name(section["datasets"][evaluation.dataset])
+    result = dp_finetune(mae, train, test, settings, job, progress=job.is_main, data=data_name)
     privacy = result["privacy"]
     columns = {"Top-1 Accuracy": result["top1_percent"], "epsilon": privacy["epsilon_spent"], "delta": privacy["delta"]}
     return {"columns": columns, "data": data, PER_EXAMPLE: {"Top-1 Accuracy": result[PER_EXAMPLE]}} | {

@@ -17,6 +17,17 @@ from dpvip.errors import DpvipInputError
 REQUIRED_KEYS = {"image_folder": ("train", "test"), "shards": ("train", "test", "classes")}
 
 
+def private_data_name(spec: dict) -> str:
+    """The name under which DP releases on a dataset compose (`dpvip.report.privacy_totals`):
+    its source and where its training split is read (a folder, shards, a root), so that two
+    config entries reading the same data (ViP's ImageNet and Mehta et al.'s) are one dataset.
+    A stand-in generated without a location (photo crops, digits) is named by its source alone:
+    releases on it compose whatever their crop settings, as they come from the same pictures."""
+    source = spec.get("source", "shards")
+    where = next((spec[key] for key in ("train", "root", "path", "shards") if spec.get(key)), None)
+    return f"{source} {where}" if where else str(source)
+
+
 def class_folders(root: str | Path) -> list[str]:
     """The class folder names of an ImageFolder tree, sorted (torchvision's order)."""
     return sorted(entry.name for entry in os.scandir(root) if entry.is_dir())

@@ -24,7 +24,9 @@ The public API (importable from `dpvip.privacy`; each name loads its module on f
 - `DPStep(clipper, optimizer, ledger, examples, randomness)` (`step`): charges the ledger, draws
   the step's Poisson batch (`.batch(step)` or `.sampler`), adds the micro-batches' clipped
   sums, adds N(0, (sigma C)^2) once, divides by the expected batch and steps the optimizer;
-  `dp_step(step, micro_batches)` returns a `StepReport`.
+  `dp_step(step, micro_batches)` returns a `StepReport`. `data=`: the private dataset's
+  name, which the ledger records (with the key's name) so that every release on one dataset
+  can be composed into a total epsilon.
 - `PoissonBatches` (`sampling`): the keyed Poisson sampler, per step and rank, yielding
   [(index, seed)] batches; `IndexBatches(sampler, start_step)` yields the same batches as
   plain index lists: `DataLoader(dataset, batch_sampler=IndexBatches(dp_step.sampler))` takes

@@ -38,6 +38,9 @@ class PrivacyLedger:
     steps_done: int = 0
     randomness: str = "secret"  # or "seeded": not private (set by the run's DPStep)
     examples: int | None = None  # n (set by the run's DPStep)
+    # Set by the run's DPStep, not part of the mechanism (a checkpoint without them resumes):
+    data: str | None = None  # the private dataset's name: releases on one name compose
+    run: str | None = None  # the run's key's name (`RunRandomness.identity`): one release, however often published
 
     # What a resumed run must share with the stored ledger.
     MECHANISM = (
@@ -98,9 +101,10 @@ class PrivacyLedger:
             )
         return replace(self, steps_done=self.steps_done + steps)
 
-    def of_run(self, randomness: str, examples: int) -> PrivacyLedger:
-        """This ledger, recording where the run's randomness comes from and its n."""
-        return replace(self, randomness=randomness, examples=examples)
+    def of_run(self, randomness: str, examples: int, data: str | None = None, run: str | None = None) -> PrivacyLedger:
+        """This ledger, recording where the run's randomness comes from, its n, the private
+        dataset's name and the run's key's name."""
+        return replace(self, randomness=randomness, examples=examples, data=data, run=run)
 
     @property
     def private(self) -> bool:
@@ -128,7 +132,7 @@ class PrivacyLedger:
         self.check_resume(stored, where)
         if stored.steps_done != step:
             raise DpvipInputError(f"{where}: its ledger counts {stored.steps_done} steps, its state {step}")
-        return stored
+        return replace(stored, data=self.data, run=self.run)
 
     def check_resume(self, stored: PrivacyLedger, where: str) -> None:
         """Refuse to continue `stored` (from checkpoint `where`) with another mechanism."""

@@ -70,12 +70,14 @@ class DPStep:
         all_reduce: Callable[[torch.Tensor], None] = lambda flat: None,
         autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
         allow_large_delta: bool = False,
+        data: str | None = None,
     ):
         if ledger is not None:
             refuse_large_delta(ledger.delta, examples, allow_large_delta)
             sample_rate, steps = ledger.sample_rate, ledger.planned_steps
-            # the ledger records where the randomness comes from and what n its delta is about
-            ledger = ledger.of_run(randomness.mode, examples)
+            # the ledger records where the randomness comes from, what n its delta is about,
+            # the private data (releases on one dataset compose) and the run (counted once)
+            ledger = ledger.of_run(randomness.mode, examples, data, randomness.identity())
         elif sample_rate is None or steps is None:
             raise DpvipInputError("a DP step without a ledger needs its sample rate and steps")
         self.clipper, self.optimizer, self.ledger = clipper, optimizer, ledger

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from dpvip.files import private_work_dir, write_json
+from dpvip.plan.data_paths import private_data_name
 from dpvip.plan.dprandp_runs import Phase1Run, PrivateRun
 from dpvip.plan.dprandp_private import PrivateSettings
 
@@ -31,7 +32,8 @@ def run_private_job(
         network = fresh_network(run.model, classes, settings.seed)
     else:
         network, _ = load_backbone(init, classes)
-    result = train_private(settings, splits, network, private_work_dir(out), init, progress)
+    data = private_data_name(data_spec)
+    result = train_private(settings, splits, network, private_work_dir(out), init, progress, data)
     identity = dataclasses.asdict(run) | {"epsilon": None if math.isinf(run.epsilon) else run.epsilon}
     result = {"run": identity, **result, "data": facts}
     write_json(result, out)

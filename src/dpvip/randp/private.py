@@ -68,9 +68,11 @@ class PrivateTraining:
         run_dir: str | Path,
         init: str | Path | None = None,
         progress: bool = True,
+        data: str | None = None,
     ):
         settings.check()
         check_no_batchnorm(network)
+        self.data = data
         self.settings, self.splits, self.network, self.progress = settings, splits, network, progress
         self.train = splits["train"]
         self.examples = len(self.train)
@@ -99,7 +101,7 @@ class PrivateTraining:
         self.run_dir = Path(run_dir)
         self.randomness = RunRandomness.for_run(settings.randomness, run_dir, settings.seed, self.run_fingerprint())
         if self._ledger is not None:  # what a stored ledger is checked against on resume
-            self._ledger = self._ledger.of_run(self.randomness.mode, self.examples)
+            self._ledger = self._ledger.of_run(self.randomness.mode, self.examples, data, self.randomness.identity())
         self.saved = LoopState(self.state_path, self.fingerprint(), settings.checkpoint_every, total=settings.steps)
 
     @property
@@ -144,6 +146,7 @@ class PrivateTraining:
                 sample_rate=self.sample_rate,
                 steps=s.steps,
                 allow_large_delta=s.allow_large_delta,
+                data=self.data,
             )
         self.dp_step.clipper, self.dp_step.optimizer = clipper, optimizer
 
@@ -290,7 +293,9 @@ def train_private(
     run_dir: str | Path,
     init: str | Path | None = None,
     progress: bool = True,
+    data: str | None = None,
 ) -> dict:
     """Run (or resume) Phases II and III of one run; returns its result (without the run's
-    identity and data facts, which the caller adds)."""
-    return PrivateTraining(settings, splits, network, run_dir, init, progress).run()
+    identity and data facts, which the caller adds). `data`: the private dataset's name in
+    the ledger (`DPStep`)."""
+    return PrivateTraining(settings, splits, network, run_dir, init, progress, data).run()

@@ -1,6 +1,7 @@
-"""What a table says of the privacy of the runs behind it: a run whose randomness was seeded
-is not private (its noise is reproducible from the published seed), and every table built
-from one says so, found in the runs' own ledgers rather than assumed from the config."""
+"""What a table says of the privacy of the runs behind it, found in the runs' own ledgers
+rather than assumed from the config: a run whose randomness was seeded is not private (its
+noise is reproducible from the published seed), and every table built from one says so; and
+the total epsilon of its DP releases on each private dataset (`privacy_totals`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterable
 
 from dpvip.privacy.ledger import ledgers
 from dpvip.privacy.randomness import NOT_PRIVATE
+from dpvip.report.privacy_totals import total_notes
 
 
 def seeded_runs(results: Iterable) -> int:
@@ -21,3 +23,10 @@ def randomness_notes(results: Iterable) -> list[str]:
     if not count:
         return []
     return [f"{NOT_PRIVATE} ({count} DP run(s) behind this table): a test or reproduction, not a release"]
+
+
+def privacy_notes(results: Iterable) -> list[str]:
+    """A table's privacy notes: the seeded runs' (`randomness_notes`), then the total epsilon
+    of its releases on each private dataset."""
+    results = list(results)
+    return randomness_notes(results) + total_notes(results)

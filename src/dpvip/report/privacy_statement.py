@@ -23,6 +23,7 @@ from pathlib import Path
 from dpvip.errors import DpvipInputError
 from dpvip.privacy.randomness import NOT_PRIVATE
 from dpvip.privacy.ledger import ledgers
+from dpvip.report.privacy_totals import releases, totals
 
 STATEMENT_FILES = ("PRIVACY.md", "privacy.json")
 
@@ -337,11 +338,14 @@ def build_statement(files: list[str], sources: dict[str, list[dict]]) -> dict:
             }
             if output.startswith("mehta_"):
                 entry["grid_composition"] = grid_compositions(records)
+            entry["total_epsilon"] = totals(records)
         entries[output] = entry
     parts = [m for e in entries.values() if e["output"] not in INHERITS for m in e.get("mechanisms", [])]
+    bundle_total = _bundle_total(entries, sources)
     for entry in entries.values():
         if entry["private_data"] and entry["output"] in INHERITS:
             entry["mechanisms"] = list({json.dumps(m, sort_keys=True): m for m in parts}.values())
+            entry["total_epsilon"] = [{key: t[key] for key in t if key != "outputs"} for t in bundle_total]
         if entry["private_data"] and entry["inside_guarantee"] != "no" and not entry["mechanisms"]:
             raise DpvipInputError(
                 f"published output '{entry['output']}' is said to be inside the DP guarantee but no DP run's "
@@ -354,8 +358,18 @@ def build_statement(files: list[str], sources: dict[str, list[dict]]) -> dict:
         "unit": UNIT,
         "relation": RELATION,
         "outputs": list(entries.values()),
+        "total_epsilon": bundle_total,
     }
     return statement | ({"note": NOT_PRIVATE} if "seeded" in modes else {})
+
+
+def _bundle_total(entries: dict, sources: dict[str, list[dict]]) -> list[dict]:
+    """Every DP release behind the bundle's outputs composed per private dataset
+    (`privacy_totals`), each with the outputs that publish releases on it."""
+    published = [e["output"] for e in entries.values() if e["private_data"] and e["output"] not in INHERITS]
+    records = [sources.get(output, []) for output in published]
+    on = {output: set(releases(sources.get(output, []))) for output in published}
+    return [t | {"outputs": sorted(o for o in published if t["data"] in on[o])} for t in totals(records)]
 
 
 def stated_files(statement: dict) -> set[str]:
@@ -402,6 +416,8 @@ def render(statement: dict) -> str:
                 f"T = {m['steps']}, C = {m['clip_norm']}, delta = {_number(m['delta'])}, "
                 f"epsilon = {_number(m['epsilon'])}{delta_n}, randomness {m['randomness']}"
             )
+        for total in entry.get("total_epsilon", []):
+            lines.append(f"- {_total_line(total)}")
         for grid in entry.get("grid_composition", []):
             lines.append(
                 f"- a cell picked from a grid of {grid['runs']} such runs: composed epsilon "
@@ -409,9 +425,32 @@ def render(statement: dict) -> str:
                 f"one run's {_number(grid['single_run_epsilon'])}"
             )
         lines.append("")
-    lines += ["## Not derived from private data", ""]
+    lines += ["## Everything published together", ""]
+    if statement.get("total_epsilon"):
+        lines += [
+            "Every DP release behind this bundle, each run counted once however many outputs publish it, "
+            "composed per private dataset (datasets named by their source and where their training split is read):",
+            "",
+            "| private dataset | releases | total epsilon | delta | accountant | largest single release | outputs |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for t in statement["total_epsilon"]:
+            lines.append(
+                f"| {t['data']} | {t['releases']} | {t['epsilon']:.4g} | {_number(t['delta'])} | {t['accountant']} | "
+                f"{_number(t['largest_single_epsilon'])} | {', '.join(t['outputs'])} |"
+            )
+    else:
+        lines.append("No DP release is behind this bundle.")
+    lines += ["", "## Not derived from private data", ""]
     lines += [f"- {e['output']}: {e['why']}" for e in statement["outputs"] if not e["private_data"]]
     return "\n".join(lines) + "\n"
+
+
+def _total_line(total: dict) -> str:
+    return (
+        f"all {total['releases']} DP release(s) on {total['data']} composed: epsilon {total['epsilon']:.4g} "
+        f"at delta {_number(total['delta'])} ({total['accountant']})"
+    )
 
 
 def write_statement(bundle: Path, statement: dict) -> None:

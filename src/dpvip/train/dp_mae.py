@@ -19,6 +19,7 @@ import torch
 from dpvip.files import sha256, write_json
 from dpvip.models.checkpoint import load_mae
 from dpvip.models.mae import MaskedAutoencoder
+from dpvip.plan.data_paths import private_data_name
 from dpvip.privacy.clipping import ClippedGradientSum
 from dpvip.privacy.ledger import PrivacyLedger
 from dpvip.privacy.optimizers import make_optimizer
@@ -86,6 +87,7 @@ class DPMAETraining(MAERun):
             all_reduce=self.dist.sum_tensor,
             autocast=lambda: torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu),
             allow_large_delta=settings.allow_large_delta,
+            data=private_data_name({"source": "shards", "shards": str(data_index)}),
         )
         self.sampler = self.dp_step.sampler  # the data loader's batches are the step's Poisson batches
         self.total_steps = settings.steps

@@ -292,13 +292,15 @@ def fit_head(
     randomness: RunRandomness | None = None,
     state: LoopState | None = None,
     progress: bool = False,
+    data: str | None = None,
 ) -> tuple[nn.Linear, dict]:
     """Train the head on `device` (default: the features') on `train` ((views, n, d) or
     (n, d) tensor, or a list of rows per view: `dpvip.transfer.rows`, read a micro-batch at a
     time); returns it and what the run recorded (steps, sample rate, privacy ledger, realised
     batch sizes, final train loss; the device, torch's threads and the seconds the steps
     took). With `state` (entered), the run is saved every k steps and on SIGTERM, and resumes
-    from what it holds: the head, optimizer, schedule, batch sizes and privacy ledger."""
+    from what it holds: the head, optimizer, schedule, batch sizes and privacy ledger. `data`:
+    the private dataset's name in the ledger (`DPStep`)."""
     settings.check()
     views = as_views(train)
     examples, width = views[0].shape
@@ -327,6 +329,7 @@ def fit_head(
             examples,
             randomness,
             allow_large_delta=settings.allow_large_delta,
+            data=data,
         )
         if ledger
         else None
@@ -393,6 +396,7 @@ def train_head(
     progress: bool = False,
     validation: tuple | None = None,
     test_set: str = "test",
+    data: str | None = None,
 ) -> dict:
     """Train a head on `train` (views, n, d) and score it on `test` (n_test, d): top-1
     accuracy in percent, each test example's correctness (`dpvip.per_example`, on the set
@@ -400,14 +404,15 @@ def train_head(
     or rows (`dpvip.transfer.rows`). `randomness`: the run's (a secret run needs it; a
     seeded one derives it from its settings); `state`: see `fit_head`. `validation`:
     (features (n_val, d), labels) held out of the training data, scored as test is
-    ("validation_accuracy"): what the learning rate is chosen on (`dpvip.selection`)."""
+    ("validation_accuracy"): what the learning rate is chosen on (`dpvip.selection`).
+    `data`: the private dataset's name in the ledger (`DPStep`)."""
     started = time.perf_counter()
     settings.check()
     views = as_views(train)
     check_features(views, train_labels, test, test_labels, classes)
     if validation is not None:
         check_features(views, train_labels, *validation, classes)
-    head, record = fit_head(views, train_labels, classes, settings, device, randomness, state, progress)
+    head, record = fit_head(views, train_labels, classes, settings, device, randomness, state, progress, data)
     device = next(head.parameters()).device
     scored = FeatureStream(as_rows(test), test_labels, settings.micro_batch, device)
     correct, _ = correctness(head, scored, sigmoid_loss)

@@ -18,6 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from dpvip.files import private_work_dir, sha256, write_json
+from dpvip.plan.data_paths import private_data_name
 from dpvip.plan.transfer_runs import FeatureSet, Run
 from dpvip.privacy.randomness import release_key
 
@@ -130,6 +131,8 @@ def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
     """One run on its memory-mapped cache (`dpvip.transfer.cache.open_cache`). A head whose
     settings hold `validation` trains on the cache's train split less a held-out share, and
     is scored on that share as well as on test."""
+    spec = cached.meta.get("fingerprint", {}).get("dataset")
+    data = private_data_name(spec) if spec else None
     if run.kind == "head":
         from dpvip.transfer.head import HeadSettings, train_head
 
@@ -151,6 +154,7 @@ def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
             progress,
             held,
             cached.meta.get("test_set", "test"),
+            data,
         )
     from dpvip.transfer.private_probe import PrivateProbeSettings, train_probe
 
@@ -166,6 +170,7 @@ def _train(run: Run, cached, randomness, state, progress: bool) -> dict:
         state,
         progress,
         cached.meta.get("test_set", "test"),
+        data,
     )
 
 

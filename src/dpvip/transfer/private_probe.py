@@ -268,6 +268,7 @@ def fit_probe(
     device: torch.device | str | None = None,
     state: LoopState | None = None,
     progress: bool = False,
+    data: str | None = None,
 ) -> tuple[nn.Linear, ProbeInputs, dict | None]:
     """Train the probe on `train` ((n, d) tensor or rows, `dpvip.transfer.rows`, read a
     micro-batch at a time) on `device` (default: the features'); returns it, the map of raw
@@ -276,7 +277,8 @@ def fit_probe(
     `randomness`: the run's (a secret run needs it; a seeded one derives it from its
     settings). With `state` (entered), the run is saved every k steps and on SIGTERM and
     resumes from what it holds: the probe, its momentum, the private mean and the ledger.
-    `test` is not read here (the caller scores the probe on it)."""
+    `test` is not read here (the caller scores the probe on it). `data`: the private
+    dataset's name in the privacy record and the ledger (`DPStep`)."""
     settings.check()
     rows = as_rows(train)
     examples, width = rows.shape
@@ -292,8 +294,8 @@ def fit_probe(
         }
     if privacy and randomness is None:  # `seeded` settings; `secret` needs the job's key (refused here)
         randomness = RunRandomness.for_settings(settings)
-    if privacy:
-        privacy |= randomness.record()
+    if privacy:  # its own record (not a ledger): steps, data and run as a ledger names them
+        privacy |= randomness.record() | {"steps": settings.steps, "data": data, "run": randomness.identity()}
     state = LoopState.of(state)  # not entered: SIGTERM keeps its default meaning
     stop = state.stop_requested
     probe = nn.Linear(width, classes, bias=False, device=device)
@@ -308,6 +310,7 @@ def fit_probe(
             examples,
             randomness,
             allow_large_delta=settings.allow_large_delta,
+            data=data,
         )
         if privacy
         else None
@@ -364,18 +367,19 @@ def train_probe(
     state: LoopState | None = None,
     progress: bool = False,
     test_set: str = "test",
+    data: str | None = None,
 ) -> dict:
     """Private linear probing on `train` (n, d), scored on `test` (n_test, d), tensors or
     rows: top-1 accuracy in percent, each test example's correctness (`dpvip.per_example`,
     on the set named `test_set`), the privacy record, the settings (JSON-able).
-    `randomness`, `device`, `state`: see `fit_probe`."""
+    `randomness`, `device`, `state`, `data`: see `fit_probe`."""
     started = time.perf_counter()
     settings.check()
     if isinstance(train, torch.Tensor) and train.ndim != 2:
         raise DpvipInputError(f"probe train features must be (n, d), not {tuple(train.shape)}")
     check_features(train, train_labels, test, test_labels, classes)
     probe, inputs, privacy = fit_probe(
-        train, train_labels, test, classes, settings, randomness, device, state, progress
+        train, train_labels, test, classes, settings, randomness, device, state, progress, data
     )
     scored = FeatureStream(as_rows(test), test_labels, settings.micro_batch, probe.weight.device, inputs)
     correct, _ = correctness(probe, scored, softmax_loss)
