@@ -193,16 +193,8 @@ def train_dp_classifier(
     scheduler = warmup_then_constant(optimizer, settings.warmup_steps)
     randomness = run_randomness(settings, train, job.folder, dist, job.identity)
     ranks = {"rank": dist.rank, "world": dist.world, "all_reduce": dist.sum_tensor} if dist is not None else {}
-    dp_step = DPStep(
-        clipper,
-        optimizer,
-        ledger,
-        examples,
-        randomness,
-        allow_large_delta=settings.allow_large_delta,
-        data=data,
-        **ranks,
-    )
+    large = settings.allow_large_delta
+    dp_step = DPStep(clipper, optimizer, ledger, examples, randomness, allow_large_delta=large, data=data, **ranks)
     sizes, clipped, start = [], 0, 0
     # the state belongs to the run's key: a state left by a run whose key is gone is refused
     saved = job.loop("dp_finetune", {"settings": asdict(settings), "examples": examples, "key": randomness.identity()})
