@@ -158,11 +158,9 @@ def _dp_finetune(evaluation: Evaluation, section: dict, checkpoint: str | None, 
     options = {key: value for key, value in section["dp_finetune"].items() if key not in (*OPERATIONAL, "dataset")}
     settings = DPFinetuneSettings(**options | {"features": FeatureChoice(**options.get("features", {}))})
     mae, _ = load_mae_at(checkpoint, section["image_size"], _device(job))
-    train, test, data = labelled_split(
-        evaluation.dataset, section["datasets"][evaluation.dataset], section["image_size"]
-    )
-    data_name = private_data_name(section["datasets"][evaluation.dataset])
-    result = dp_finetune(mae, train, test, settings, job, progress=job.is_main, data=data_name)
+    spec = section["datasets"][evaluation.dataset]
+    train, test, data = labelled_split(evaluation.dataset, spec, section["image_size"])
+    result = dp_finetune(mae, train, test, settings, job, progress=job.is_main, data=private_data_name(spec))
     privacy = result["privacy"]
     columns = {"Top-1 Accuracy": result["top1_percent"], "epsilon": privacy["epsilon_spent"], "delta": privacy["delta"]}
     return {"columns": columns, "data": data, PER_EXAMPLE: {"Top-1 Accuracy": result[PER_EXAMPLE]}} | {

@@ -72,8 +72,8 @@ class PrivateTraining:
     ):
         settings.check()
         check_no_batchnorm(network)
-        self.data = data
         self.settings, self.splits, self.network, self.progress = settings, splits, network, progress
+        self.data = data  # the private dataset's name in the ledger
         self.train = splits["train"]
         self.examples = len(self.train)
         self.sample_rate = settings.sample_rate(self.examples)

@@ -23,7 +23,7 @@ from pathlib import Path
 from dpvip.errors import DpvipInputError
 from dpvip.privacy.randomness import NOT_PRIVATE
 from dpvip.privacy.ledger import ledgers
-from dpvip.report.privacy_totals import releases, totals
+from dpvip.report.privacy_totals import bundle_section, bundle_totals, total_line, totals
 
 STATEMENT_FILES = ("PRIVACY.md", "privacy.json")
 
@@ -341,7 +341,9 @@ def build_statement(files: list[str], sources: dict[str, list[dict]]) -> dict:
             entry["total_epsilon"] = totals(records)
         entries[output] = entry
     parts = [m for e in entries.values() if e["output"] not in INHERITS for m in e.get("mechanisms", [])]
-    bundle_total = _bundle_total(entries, sources)
+    published = [e["output"] for e in entries.values() if e["private_data"] and e["output"] not in INHERITS]
+    records = {output: sources.get(output, []) for output in published}
+    bundle_total = bundle_totals(records, {output: entries[output]["total_epsilon"] for output in published})
     for entry in entries.values():
         if entry["private_data"] and entry["output"] in INHERITS:
             entry["mechanisms"] = list({json.dumps(m, sort_keys=True): m for m in parts}.values())
@@ -361,15 +363,6 @@ def build_statement(files: list[str], sources: dict[str, list[dict]]) -> dict:
         "total_epsilon": bundle_total,
     }
     return statement | ({"note": NOT_PRIVATE} if "seeded" in modes else {})
-
-
-def _bundle_total(entries: dict, sources: dict[str, list[dict]]) -> list[dict]:
-    """Every DP release behind the bundle's outputs composed per private dataset
-    (`privacy_totals`), each with the outputs that publish releases on it."""
-    published = [e["output"] for e in entries.values() if e["private_data"] and e["output"] not in INHERITS]
-    records = [sources.get(output, []) for output in published]
-    on = {output: set(releases(sources.get(output, []))) for output in published}
-    return [t | {"outputs": sorted(o for o in published if t["data"] in on[o])} for t in totals(records)]
 
 
 def stated_files(statement: dict) -> set[str]:
@@ -417,7 +410,7 @@ def render(statement: dict) -> str:
                 f"epsilon = {_number(m['epsilon'])}{delta_n}, randomness {m['randomness']}"
             )
         for total in entry.get("total_epsilon", []):
-            lines.append(f"- {_total_line(total)}")
+            lines.append(f"- {total_line(total)}")
         for grid in entry.get("grid_composition", []):
             lines.append(
                 f"- a cell picked from a grid of {grid['runs']} such runs: composed epsilon "
@@ -425,32 +418,10 @@ def render(statement: dict) -> str:
                 f"one run's {_number(grid['single_run_epsilon'])}"
             )
         lines.append("")
-    lines += ["## Everything published together", ""]
-    if statement.get("total_epsilon"):
-        lines += [
-            "Every DP release behind this bundle, each run counted once however many outputs publish it, "
-            "composed per private dataset (datasets named by their source and where their training split is read):",
-            "",
-            "| private dataset | releases | total epsilon | delta | accountant | largest single release | outputs |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for t in statement["total_epsilon"]:
-            lines.append(
-                f"| {t['data']} | {t['releases']} | {t['epsilon']:.4g} | {_number(t['delta'])} | {t['accountant']} | "
-                f"{_number(t['largest_single_epsilon'])} | {', '.join(t['outputs'])} |"
-            )
-    else:
-        lines.append("No DP release is behind this bundle.")
+    lines += bundle_section(statement.get("total_epsilon", []))
     lines += ["", "## Not derived from private data", ""]
     lines += [f"- {e['output']}: {e['why']}" for e in statement["outputs"] if not e["private_data"]]
     return "\n".join(lines) + "\n"
-
-
-def _total_line(total: dict) -> str:
-    return (
-        f"all {total['releases']} DP release(s) on {total['data']} composed: epsilon {total['epsilon']:.4g} "
-        f"at delta {_number(total['delta'])} ({total['accountant']})"
-    )
 
 
 def write_statement(bundle: Path, statement: dict) -> None:

@@ -82,6 +82,49 @@ def totals(records) -> list[dict]:
     return [{"data": name} | compose(group) for name, group in sorted(releases(records).items())]
 
 
+def bundle_totals(by_output: dict[str, list], output_totals: dict[str, list[dict]]) -> list[dict]:
+    """Every DP release behind the outputs (`by_output`: each one's records) composed per
+    private dataset, each total with the outputs that publish releases on its dataset (read
+    from `output_totals`, each output's own `totals`)."""
+    on = {output: {t["data"] for t in found} for output, found in output_totals.items()}
+    return [
+        t | {"outputs": sorted(o for o in by_output if t["data"] in on.get(o, ()))}
+        for t in totals(list(by_output.values()))
+    ]
+
+
+def _shown(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def total_line(total: dict) -> str:
+    """One output's total on one dataset, as PRIVACY.md lists it under the output."""
+    return (
+        f"all {total['releases']} DP release(s) on {total['data']} composed: epsilon {total['epsilon']:.4g} "
+        f"at delta {_shown(total['delta'])} ({total['accountant']})"
+    )
+
+
+def bundle_section(bundle: list[dict]) -> list[str]:
+    """PRIVACY.md's section on everything published together (`bundle_totals`)."""
+    lines = ["## Everything published together", ""]
+    if not bundle:
+        return lines + ["No DP release is behind this bundle."]
+    lines += [
+        "Every DP release behind this bundle, each run counted once however many outputs publish it, "
+        "composed per private dataset (datasets named by their source and where their training split is read):",
+        "",
+        "| private dataset | releases | total epsilon | delta | accountant | largest single release | outputs |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in bundle:
+        lines.append(
+            f"| {t['data']} | {t['releases']} | {t['epsilon']:.4g} | {_shown(t['delta'])} | {t['accountant']} | "
+            f"{_shown(t['largest_single_epsilon'])} | {', '.join(t['outputs'])} |"
+        )
+    return lines
+
+
 def total_notes(records) -> list[str]:
     """A table's or figure's note per private dataset behind it: its total epsilon."""
     notes = []
