@@ -8,7 +8,7 @@ from dpvip.report.paper_values import load_paper_values
 from dpvip.report.privacy_notes import privacy_notes
 from dpvip.report.tables import write_table
 from dpvip.plan.vip_rows import table_rows
-from dpvip.report.vip_readings import label_random_baselines, reading_notes
+from dpvip.report.vip_readings import label_random_baselines, reading_notes, with_trivial_row
 from dpvip.report.vip_tables import TITLES, ours_by_backbone, run_facts, selection_notes, stand_in_notes, vip_table
 
 with workflow_job(snakemake.log[0]):
@@ -28,6 +28,7 @@ with workflow_job(snakemake.log[0]):
     for backbone, facts in run_facts(backbones.runs, privacy, parameters, snakemake.params.synthetic_images).items():
         ours.setdefault(backbone, {}).update(facts)
     frame = label_random_baselines(vip_table(table, values, rows, ours), results)
+    frame = with_trivial_row(frame, results, snakemake.params.columns)
     notes = stand_in_notes(results, snakemake.params.scale) + selection_notes(results)
     notes += reading_notes(results, snakemake.params.columns)
     write_table(frame, snakemake.output[0], TITLES[table], notes + privacy_notes([results, privacy]))

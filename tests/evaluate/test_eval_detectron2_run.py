@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from dpvip.errors import DpvipInputError
+from dpvip.evaluate.coco_instances import whole_image_scores
 from dpvip.evaluate.coco_standin import CocoStandIn, write_split
 from dpvip.evaluate.detectron2_run import final_scores, run_vitdet
 from dpvip.evaluate.jobs import coco_files
@@ -178,13 +179,22 @@ def test_the_coco_job_hands_the_stand_in_to_detectron2_not_evaluate_coco_root(tm
         }
     }
     evaluation = jobs.Evaluation("coco", "vip_pico")
+    standin = str(tmp_path / "sd")
+    write_split(CocoStandIn(images=2), "val", standin)
     result = jobs._coco(
-        evaluation, section, "vip.pt", {"out": str(tmp_path / "r.json"), "standin": "sd"}, SimpleNamespace(dist=None)
+        evaluation, section, "vip.pt", {"out": str(tmp_path / "r.json"), "standin": standin}, SimpleNamespace(dist=None)
     )
-    assert passed == {"files": coco_files(section, "sd"), "standin": True, "score_threshold": 0.05}
+    assert passed == {"files": coco_files(section, standin), "standin": True, "score_threshold": 0.05}
     assert result["columns"] == {"COCO AP box": None, "COCO AP mask": None}
     assert (result["data"]["train"], result["data"]["test"]) == (5, 2)  # the table's "? train / ? test" before
     assert "detectron2 reported NaN for bbox/AP, segm/AP" in result["data"]["undefined"]
+    # the trivial detector is scored on the same validation set, whichever backend ran
+    assert result["trivial"]["columns"] == whole_image_scores_of(Path(standin) / "val.json")
+
+
+def whole_image_scores_of(val_json) -> dict:
+    scores = whole_image_scores(val_json)
+    return {"COCO AP box": scores["ap_box"], "COCO AP mask": scores["ap_mask"]}
 
 
 def test_nan_ap_is_reported_as_undefined_not_passed_on(tmp_path):

@@ -21,6 +21,7 @@ from dpvip.evaluate.segmentation import (
     mean_iou,
     shapes_segmentation,
     train_segmenter,
+    trivial_scores,
 )
 from dpvip.evaluate.upernet import Segmenter, tap_blocks
 from dpvip.models.mae import encoder_at
@@ -179,3 +180,17 @@ def test_ade20k_names_a_missing_folder_or_annotation(tmp_path):
 def test_bad_settings_are_refused_naming_the_field(field, value):
     with pytest.raises(DpvipInputError, match=field):
         train_segmenter(mae(), bright_boxes(2, seed=0), replace(QUICK, **{field: value}), progress=False)
+
+
+def test_the_trivial_segmenter_paints_the_training_splits_most_frequent_class_everywhere():
+    """Training pixels: class 2 most often (ignored pixels not counted); on the test masks
+    every pixel 2 scores IoU 4/8 for class 2 and 0 for the other classes present."""
+    train_masks = torch.tensor([[[2, 2, 2], [1, IGNORE_INDEX, IGNORE_INDEX]]])
+    train_masks = torch.cat([train_masks, torch.full((1, 2, 3), IGNORE_INDEX)])
+    test_masks = torch.tensor([[[2, 2, 0, 0], [2, 2, 1, 1]], [[0, 0, 0, 0], [0, 0, 0, 0]]])
+    train = SegmentationSet(torch.zeros(2, 3, 2, 3), train_masks, 3, "train")
+    test = SegmentationSet(torch.zeros(2, 3, 2, 4), test_masks, 3, "test")
+    scores = trivial_scores(train, test)
+    assert scores["class"] == 2
+    assert scores["miou"] == pytest.approx(100 * (0 + 0 + 4 / 16) / 3)
+    assert scores["pixel_accuracy"] == pytest.approx(100 * 4 / 16)

@@ -146,17 +146,27 @@ def test_an_unknown_backbone_in_a_tasks_list_is_refused_by_name(backbones):
 
 
 def test_repeats_are_evaluated_for_what_the_claims_compare():
-    """Every repeat gets the first probe; the main ViP's repeats also the fewest shots and DP
-    fine-tuning (claims b and k). The tables and figures keep evaluating the first runs."""
+    """Every repeat gets the first probe; the main ViP's repeats also the fewest shots, DP
+    fine-tuning and COCO and ADE20K (claims b, k and y). The tables and figures keep
+    evaluating the first runs."""
     section = {"dataset": "laion", "models": ["micro"], "settings": SETTINGS, "ablations": ABLATIONS}
     runs = expand_runs(section | {"repeats": 3}, ["micro", "pico"], 4096)
     plan = EvaluationPlan(SECTION, Backbones(["micro", "pico"], runs, "micro"))
     needs = all_evaluations(plan, COLUMNS)
     repeats = {e.path for e in needs["vip_claims"]}
     assert {"few_shot/vip_micro_r2/CIFAR-100_10shot", "dp_finetune/vip_micro_r1/ImageNet-1K"} <= repeats
+    assert {"coco/vip_micro_r1", "coco/vip_micro_r2", "ade20k/vip_micro_r1", "ade20k/vip_micro_r2"} <= repeats
     assert "linear_probe/vip_micro_b64_r1/ImageNet-1K" in repeats
-    assert not any(path.startswith(("few_shot/vip_micro_b64_r", "coco/", "dp_finetune/vip_pico")) for path in repeats)
-    assert len(repeats) == 2 * (len(runs) // 3) + 4  # a probe per repeat, plus 2 x (shots, top-1) of the main
+    main_only = ("few_shot/vip_micro_b64_r", "coco/vip_micro_b64", "ade20k/vip_pico", "dp_finetune/vip_pico")
+    assert not any(path.startswith(main_only) for path in repeats)
+    # a probe per repeat, plus 2 x (shots, top-1, COCO, ADE20K) of the main
+    assert len(repeats) == 2 * (len(runs) // 3) + 8
+    # each repeat's dense fine-tune draws its own data order and heads: its spread holds that noise
+    seeds = [
+        plan.job_section(Evaluation("ade20k", b))["ade20k"].get("seed", 0)
+        for b in ("vip_micro", "vip_micro_r1", "vip_micro_r2")
+    ]
+    assert seeds == [0, 1, 2] and plan.job_section(Evaluation("coco", "vip_micro_r2"))["coco"]["seed"] == 2
     tables = {e.backbone for table in VIP_TABLES for e in needs[table]}
     assert not any(backbone.endswith(("_r1", "_r2")) for backbone in tables)
 

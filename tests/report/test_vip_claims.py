@@ -160,3 +160,49 @@ def test_the_table_says_how_to_read_it():
     assert list(frame["runs per group"][:2]) == ["1 / fixed", "1 / fixed"]
     assert "ViP claims" in title and any("inconclusive (single run)" in note for note in notes)
     assert frame.loc[0, "paper's effect"] == "5.90" and frame.loc[0, "minimum detectable effect"] != ""
+
+
+def dense_results(vip: list[float], syn: float, trivial: float) -> dict[str, dict]:
+    """Claim y's results: the main ViP and its repeats, (Syn)-ViP once, each task's trivial
+    predictor's score beside them (as the COCO and ADE20K jobs write it)."""
+    found = results(paper_like, repeats=3)
+    runs = ["vip_micro", "vip_micro_r1", "vip_micro_r2"]
+    for task, column in (("coco", "COCO AP box"), ("ade20k", "ADE20K mIoU")):
+        for backbone, value in [*zip(runs, vip), ("syn_vip_micro", syn)]:
+            found[Evaluation(task, backbone).path] = {
+                "columns": {column: value},
+                "trivial": {"columns": {column: trivial}, "rule": "knows no image"},
+            }
+    return found
+
+
+def dense_verdict(vip: list[float], syn: float, trivial: float):
+    found = vip_claims(plan(repeats=3), dense_results(vip, syn, trivial), {})
+    return next(claim for claim in found if claim.key == "y").verdict
+
+
+def test_the_dense_claim_is_decided_on_three_repeats_with_the_fine_tunes_noise():
+    """(Syn)-ViP is one model, but its one dense fine-tune takes the spread of ViP's three:
+    the contrast's SE is sqrt(s^2/3 + s^2) with s = 1, on 2 degrees of freedom (one estimate,
+    not two independent ones: with 3.2 Welch df the interval would be narrower)."""
+    held = dense_verdict([10.0, 11.0, 12.0], syn=5.0, trivial=1.0)
+    assert held.verdict == "held" and held.runs == "COCO AP box: 3 / fixed; ADE20K mIoU: 3 / fixed"
+    # t(0.975, 2) = 4.303: 6 +- 4.303 * sqrt(4/3) = [1.03, 10.97]
+    assert "+6.00 [+1.03, +10.97]" in held.detail
+    # 3.5 points clear ViP's own spread but not the fine-tune noise of (Syn)-ViP's one run
+    assert dense_verdict([10.0, 11.0, 12.0], syn=7.5, trivial=1.0).verdict == "inconclusive"
+    assert dense_verdict([4.0, 5.0, 6.0], syn=11.0, trivial=1.0).verdict == "not held"
+
+
+@pytest.mark.parametrize(
+    ("vip", "syn", "at"),
+    [
+        ([1.0, 1.02, 0.98], 1.0, "vip_micro"),  # both arms learnt nothing
+        ([10.0, 11.0, 12.0], 0.5, "syn_vip_micro"),  # the worse arm at the trivial predictor: a false held
+        ([0.9, 1.0, 1.1], 11.0, "vip_micro"),  # the better arm there: a false not held
+    ],
+)
+def test_a_dense_arm_at_the_trivial_predictors_score_makes_the_claim_uninformative(vip, syn, at):
+    verdict = dense_verdict(vip, syn, trivial=1.0)
+    assert verdict.verdict == "uninformative"
+    assert f"{at} (" in verdict.reason and "within noise of the trivial predictor's score (1 points)" in verdict.reason

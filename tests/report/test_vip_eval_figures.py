@@ -26,7 +26,8 @@ def result(task: str, backbone: str, columns: dict, data: dict, dataset: str | N
 
 RESULTS = [
     result("linear_probe", "vip_micro", {"ImageNet-1K": 95.0}, DIGITS, "ImageNet-1K"),
-    result("coco", "vip_micro", {"COCO AP box": 28.0, "COCO AP mask": 22.0}, SHAPES),
+    result("coco", "vip_micro", {"COCO AP box": 28.0, "COCO AP mask": 22.0}, SHAPES)
+    | {"trivial": {"columns": {"COCO AP box": 0.5, "COCO AP mask": 0.25}, "rule": "every box the whole image"}},
     result("few_shot", "vip_micro", {"CIFAR-100 10-shot": 22.0}, DIGITS, "CIFAR-100"),
 ]
 LINES = {
@@ -82,7 +83,8 @@ def test_figure1_our_axes_name_the_stand_in_and_carry_its_chance_line(fig1):
     assert "generated shapes" in coco.get_ylabel().replace("\n", " ")
     assert [line.get_ydata()[0] for line in probe.lines if line.get_label().startswith("chance")] == [10.0]
     heights = sorted(round(bar.get_height(), 6) for bar in coco.patches)
-    assert heights == [22.0, 28.0]  # AP in points, as the paper prints it
+    assert heights == [0.25, 0.5, 22.0, 28.0]  # AP in points, as the paper prints it, the trivial detector's beside
+    assert any(name.startswith("trivial predictor (ours") for name in labels(coco))
 
 
 def test_figure5_axes_name_the_data_used_and_its_chance(fig5):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dpvip.report.vip_readings import label_random_baselines, reading_notes
+from dpvip.report.vip_readings import TRIVIAL_ROW, label_random_baselines, reading_notes, with_trivial_row
 from dpvip.report.vip_tables import ours_by_backbone
 
 DIGITS = {"stand_in": "scikit-learn digits", "train": 1437, "test": 360}
@@ -81,3 +81,33 @@ def test_an_undefined_ap_is_said_in_the_table_notes():
     coco = result("coco", "vip_micro", {"COCO AP box": None, "COCO AP mask": None}, data={"undefined": why})
     notes = reading_notes([coco], ["COCO AP box", "COCO AP mask"])
     assert f"coco of vip_micro: its cells are empty because {why}" in notes
+
+
+def test_the_dense_tables_show_the_trivial_predictors_beside_ours():
+    coco = result(
+        "coco",
+        "vip_micro",
+        {"COCO AP box": 3.1, "COCO AP mask": 1.9},
+        trivial={"columns": {"COCO AP box": 0.014, "COCO AP mask": 0.0}, "rule": "every box the whole image"},
+    )
+    ade = result(
+        "ade20k",
+        "vip_micro",
+        {"ADE20K mIoU": 63.0},
+        trivial={"columns": {"ADE20K mIoU": 17.2}, "rule": "every pixel background"},
+    )
+    columns = ["COCO AP box", "COCO AP mask", "ADE20K mIoU"]
+    table = pd.DataFrame(
+        [{"model": "ViP", "our run": "vip_micro"} | {f"{c} ({s})": 1.0 for c in columns for s in ("paper", "ours")}]
+    )
+    shown = with_trivial_row(table, [coco, ade], columns)
+    assert len(shown) == 2 and shown.loc[1, "model"] == TRIVIAL_ROW
+    assert (shown.loc[1, "COCO AP box (ours)"], shown.loc[1, "ADE20K mIoU (ours)"]) == (0.014, 17.2)
+    assert pd.isna(shown.loc[1, "COCO AP box (paper)"])  # the paper prints no such row
+    notes = reading_notes([coco, ade], columns)
+    assert f"{TRIVIAL_ROW} (last row): every box the whole image: COCO AP box 0.01, COCO AP mask 0.00." in " ".join(
+        notes
+    )
+    assert any("every pixel background: ADE20K mIoU 17.20" in note for note in notes)
+    # a table without dense columns gets no such row
+    assert with_trivial_row(table, [coco, ade], ["ImageNet-1K"]).equals(table)

@@ -1,6 +1,7 @@
 """COCO-format instance data and its scoring: the set as torchvision's detection models take
 it (`CocoInstances`), detections in COCO's result format (`coco_results`) and their box and
-mask AP by pycocotools' COCOeval (`coco_scores`). Used by the ViTDet evaluation (`detection`).
+mask AP by pycocotools' COCOeval (`coco_scores`), and the trivial detector's AP beside them
+(`whole_image_scores`). Used by the ViTDet evaluation (`detection`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from PIL import Image
 
 from dpvip.errors import DpvipInputError
 
+KINDS = (("bbox", "box"), ("segm", "mask"))  # COCOeval's iouType and our key's suffix
 NO_DETECTIONS = "no detections: AP set to 0 (pycocotools cannot score an empty result list)"
 
 
@@ -117,7 +119,7 @@ def _coco_stats(coco, results: list[dict], kind: str) -> np.ndarray:
 def coco_scores(data: CocoInstances, results: list[dict], instances: int) -> dict:
     """Box and mask AP (COCOeval, percent) of `results` on `data`, with the counts."""
     record = {"val_images": len(data), "val_instances": instances, "detections": len(results)}
-    for kind, suffix in (("bbox", "box"), ("segm", "mask")):
+    for kind, suffix in KINDS:
         stats = _coco_stats(data.coco, results, kind) if results else np.zeros(3)
         record |= {
             f"ap_{suffix}": 100 * float(stats[0]),
@@ -125,3 +127,30 @@ def coco_scores(data: CocoInstances, results: list[dict], instances: int) -> dic
             f"ap75_{suffix}": 100 * float(stats[2]),
         }
     return record | ({} if results else {"note": NO_DETECTIONS})
+
+
+WHOLE_IMAGE = "every box and mask the whole image, once per category and image (score 1)"
+
+
+def whole_image_scores(annotation_file: str | Path) -> dict:
+    """The trivial detector's AP (points) on a COCO-format set: `WHOLE_IMAGE`. It knows
+    nothing of the images, so a detector that learnt something scores above it; it is not
+    zero where objects fill much of their image (the stand-in's do)."""
+    from pycocotools import mask as mask_utils
+
+    coco = _quiet_coco(annotation_file)
+    results = []
+    for image in coco.loadImgs(sorted(coco.getImgIds())):
+        height, width = image["height"], image["width"]
+        whole = mask_utils.encode(np.ones((height, width), dtype=np.uint8, order="F"))
+        for category in sorted(coco.getCatIds()):
+            results.append(
+                {
+                    "image_id": image["id"],
+                    "category_id": category,
+                    "bbox": [0.0, 0.0, float(width), float(height)],
+                    "segmentation": whole,
+                    "score": 1.0,
+                }
+            )
+    return {f"ap_{suffix}": 100 * float(_coco_stats(coco, results, kind)[0]) for kind, suffix in KINDS}

@@ -1,10 +1,17 @@
 """A generated COCO-format instance set: the embedded stand-in for COCO 2017 (ViP Table 4).
 
 Each image is a smooth random texture with 1 to `max_objects` filled shapes (circle,
-square, triangle; random size, position, rotation and colour) drawn in order, so later
-shapes occlude earlier ones. Every shape's visible pixels are its instance mask, stored
-as COCO RLE with its box and area; a shape left with fewer than `min_area` visible pixels
-is dropped. Each image is a pure function of (seed, split, image id).
+square, triangle; random position and rotation, a radius of 20-40% of the image) drawn in
+order, so later shapes occlude earlier ones. Each category has its own band of hues (red,
+green, blue; +-0.12 of the hue circle around its centre, saturation and brightness 0.6-1),
+as COCO's categories have their own looks: the category can be seen in a patch, while the
+object still has to be told from a background of every colour by its flat fill and edges.
+At CPU size (32-64 px, 20 steps) a detector and a segmenter then learn well beyond their
+trivial baselines (box AP ~6 points against ~1; mIoU ~75% against ~17%), which the first
+design (shapes of 8-25% of the image in random colours) did not: every prediction there was
+background. Every shape's visible pixels are its instance mask, stored as COCO RLE with its
+box and area; a shape left with fewer than `min_area` visible pixels is dropped. Each image
+is a pure function of (seed, split, image id).
 
 Written as COCO expects: `<out>/<split>/<id>.png` and `<out>/<split>.json` (images,
 annotations, categories), readable by pycocotools and torchvision's CocoDetection.
@@ -15,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import colorsys
+
 import numpy as np
 from PIL import Image
 
@@ -24,13 +33,15 @@ from dpvip.seeds import derive
 
 CATEGORIES = ("circle", "square", "triangle")
 SPLITS = {"train": 0, "val": 1}
+RADIUS = (0.2, 0.4)  # of the image's side: a shape spans several 4 px patches at 32 px
+HUE_SPREAD = 0.12  # each category's hues: its centre (0, 1/3, 2/3) +- this; the bands never meet
 
 
 @dataclass(frozen=True)
 class CocoStandIn:
     images: int
     image_size: int = 64
-    max_objects: int = 4
+    max_objects: int = 3
     min_area: int = 16
     seed: int = 0
 
@@ -50,7 +61,7 @@ def _texture(rng: np.random.Generator, size: int) -> np.ndarray:
 def _shape_mask(rng: np.random.Generator, category: str, size: int) -> np.ndarray:
     y, x = np.mgrid[0:size, 0:size].astype(np.float32) + 0.5
     cx, cy = rng.uniform(0.15, 0.85, size=2) * size
-    radius = rng.uniform(0.08, 0.25) * size
+    radius = rng.uniform(*RADIUS) * size
     if category == "circle":
         return (x - cx) ** 2 + (y - cy) ** 2 <= radius**2
     angle = rng.uniform(0, np.pi)
@@ -68,6 +79,13 @@ def _shape_mask(rng: np.random.Generator, category: str, size: int) -> np.ndarra
     return inside
 
 
+def category_colour(rng: np.random.Generator, category: int) -> np.ndarray:
+    """An RGB colour (uint8) from category `category`'s band of hues (0-based category)."""
+    hue = (category / len(CATEGORIES) + rng.uniform(-HUE_SPREAD, HUE_SPREAD)) % 1.0
+    saturation, value = rng.uniform(0.6, 1.0, size=2)
+    return np.round(255 * np.array(colorsys.hsv_to_rgb(hue, saturation, value))).astype(np.uint8)
+
+
 def render(spec: CocoStandIn, split: str, image_id: int) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
     """(image (H, W, 3) uint8, [(category id, visible mask)]) of one image."""
     rng = np.random.default_rng(derive(spec.seed, SPLITS[split], image_id))
@@ -76,7 +94,7 @@ def render(spec: CocoStandIn, split: str, image_id: int) -> tuple[np.ndarray, li
     for _ in range(rng.integers(1, spec.max_objects + 1)):
         category = int(rng.integers(len(CATEGORIES)))
         mask = _shape_mask(rng, CATEGORIES[category], spec.image_size)
-        image[mask] = rng.integers(0, 256, size=3, dtype=np.uint8)
+        image[mask] = category_colour(rng, category)
         shapes = [(c, m & ~mask) for c, m in shapes]  # occluded by the new shape
         shapes.append((category + 1, mask))  # COCO category ids start at 1
     return image, [(c, m) for c, m in shapes if m.sum() >= spec.min_area]

@@ -193,7 +193,13 @@ def shapes_spec(section: dict, image_size: int):
 
 
 def _ade20k(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict, job: JobState) -> dict:
-    from dpvip.evaluate.segmentation import SegmentationSettings, ade20k, evaluate_ade, shapes_segmentation
+    from dpvip.evaluate.segmentation import (
+        SHAPE_CLASSES,
+        SegmentationSettings,
+        ade20k,
+        evaluate_ade,
+        shapes_segmentation,
+    )
 
     options = {key: value for key, value in section["ade20k"].items() if key not in LAUNCH}
     source, root, image_size = options.pop("source"), options.pop("root"), options.pop("image_size")
@@ -211,8 +217,13 @@ def _ade20k(evaluation: Evaluation, section: dict, checkpoint: str | None, paths
     result = evaluate_ade(
         mae, train, test, SegmentationSettings(**options), job.is_main, work_dir=job.folder, dist=job.dist
     )
+    common = SHAPE_CLASSES[result["trivial"]["class"]] if source == "standin" else f"class {result['trivial']['class']}"
     return {
         "columns": {"ADE20K mIoU": result["miou"]},
+        "trivial": {
+            "columns": {"ADE20K mIoU": result["trivial"]["miou"]},
+            "rule": f"every pixel the training split's most frequent class ({common})",
+        },
         "data": data | {"train": len(train), "test": len(test)},
         "scores": result,
     }
@@ -241,6 +252,7 @@ def coco_files(section: dict, standin_folder: str | None) -> dict[str, Path]:
 
 
 def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict, job: JobState) -> dict:
+    from dpvip.evaluate.coco_instances import WHOLE_IMAGE, whole_image_scores
     from dpvip.evaluate.detection import DetectionSettings, evaluate_coco
 
     options = section["coco"]
@@ -285,8 +297,13 @@ def _coco(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: 
             dist=job.dist,
         )
         data |= {"train": scores["train_images"], "test": scores["val_images"]}
+    trivial = whole_image_scores(files["val_json"])
     return {
         "columns": {"COCO AP box": scores["ap_box"], "COCO AP mask": scores["ap_mask"]},
+        "trivial": {
+            "columns": {"COCO AP box": trivial["ap_box"], "COCO AP mask": trivial["ap_mask"]},
+            "rule": WHOLE_IMAGE,
+        },
         "data": data,
         "scores": scores,
     }

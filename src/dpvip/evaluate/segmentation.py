@@ -395,6 +395,20 @@ def mean_iou(predictions: torch.Tensor, masks: torch.Tensor, classes: int, ignor
     return scores_from_confusion(confusion_matrix(predictions, masks, classes, ignore_index))
 
 
+def most_frequent_class(train: SegmentationSet) -> int:
+    """The class of most labelled training pixels (background on the stand-in)."""
+    labelled = train.masks[train.masks != IGNORE_INDEX]
+    return int(torch.bincount(labelled.reshape(-1), minlength=train.classes).argmax())
+
+
+def trivial_scores(train: SegmentationSet, test: SegmentationSet) -> dict:
+    """The scores of the trivial segmenter that knows no image: every test pixel the training
+    split's most frequent class. A segmenter that learnt something scores above it."""
+    common = most_frequent_class(train)
+    scores = mean_iou(torch.full_like(test.masks, common), test.masks, test.classes)
+    return {"class": common, "miou": scores["miou"], "pixel_accuracy": scores["pixel_accuracy"]}
+
+
 @torch.no_grad()
 def score_segmenter(
     model: Segmenter, test: SegmentationSet, batch_size: int = 16, dist: Distributed | None = None
@@ -436,6 +450,7 @@ def evaluate_ade(
     scores = score_segmenter(model, test, dist=dist)
     forget_state(work_dir, STATE, dist)
     return scores | {
+        "trivial": trivial_scores(train, test),
         "dataset": {"train": train.name, "test": test.name},
         "train_images": len(train),
         "test_images": len(test),

@@ -123,6 +123,11 @@ class EvaluationPlan:
         part = {"image_size": self.section.get("image_size"), "datasets": used, evaluation.task: task}
         if evaluation.task in ("coco", "ade20k"):  # their stand-in
             part["shapes"] = self.section.get("shapes", {})
+            run = self.backbones.runs.get(evaluation.backbone)
+            if run is not None and run.ablation == REPEAT:
+                # a repeat's fine-tune draws its own order, flips and heads, so that the spread
+                # of the repeats holds the fine-tune's noise too, not only the pre-training's
+                part[evaluation.task] = task | {"seed": int(task.get("seed", 0)) + int(run.point)}
         if evaluation.task == "dp_finetune":
             part["dp_finetune"] = dict(part["dp_finetune"]) | run_options(self.privacy)
         return part
@@ -173,11 +178,12 @@ class EvaluationPlan:
 
     def claim_metrics(self, main: bool) -> list[str]:
         """What ViP's claims read of a run: the first probe; for the main ViP also the fewest
-        shots (claim b) and DP fine-tuning's top-1 (claim k)."""
+        shots (claim b), DP fine-tuning's top-1 (claim k) and the dense scores (claim y)."""
         if not main:
             return self.probe_datasets[:1]
         shots, dataset = self.claim_shots()
-        return self.probe_datasets[:1] + ([f"{dataset} {shots}-shot"] if shots else []) + ["Top-1 Accuracy"]
+        shot = [f"{dataset} {shots}-shot"] if shots else []
+        return self.probe_datasets[:1] + shot + ["Top-1 Accuracy", COCO_COLUMNS[0], ADE_COLUMN]
 
     def claim_shots(self) -> tuple[int | None, str | None]:
         """(shots, dataset) of the few-shot cell claim b compares: the fewest shots."""

@@ -96,10 +96,12 @@ class Group:
 
     def run_variance(self, runs: int | None = None) -> tuple[float, float]:
         """(variance of the mean over `runs` runs from the between-run spread, its degrees of
-        freedom): the sample variance with 2+ runs, the reference for one accuracy run."""
-        if self.fixed:
+        freedom): the sample variance with 2+ runs, the reference for one accuracy run. A
+        fixed group has none, unless it is given a `spread`: one given model whose evaluation
+        is itself noisy (a dense fine-tune), its one run as variable as the runs of `spread`."""
+        if self.fixed and self.spread is None:
             return 0.0, math.inf
-        runs = runs or self.runs
+        runs = self.runs if self.fixed else (runs or self.runs)
         spread = self.spread or self.values
         if len(spread) >= 2:
             return float(np.var(spread, ddof=1)) / runs, float(len(spread) - 1)
@@ -190,14 +192,21 @@ def contrast_interval(groups: Mapping[str, Group], contrast: Contrast, runs: int
     estimate = sum(c * groups[name].mean for name, c in contrast.items())
     paired = paired_test_variance(groups, contrast)
     total = paired if paired is not None else sum(c * c * groups[name].test_variance() for name, c in contrast.items())
-    welch = 0.0
+    # Groups whose variance comes from the same runs (a fixed group given another's spread)
+    # share one estimate: their terms are summed before Welch-Satterthwaite, not counted as
+    # independent. (Two groups whose runs happen to be equal are merged too: fewer degrees of
+    # freedom, the conservative side.)
+    terms: dict[tuple, list[float]] = {}
     for name, c in contrast.items():
-        variance, df = groups[name].run_variance(runs)
-        if runs and len(groups[name].spread or groups[name].values) < 2 and math.isfinite(df):
+        group = groups[name]
+        variance, df = group.run_variance(runs)
+        if runs and len(group.spread or group.values) < 2 and math.isfinite(df):
             df = float(runs - 1)  # the reference spread, as if measured on that many runs
         total += c * c * variance
         if variance > 0:
-            welch += (c * c * variance) ** 2 / df
+            term = terms.setdefault(group.spread or group.values, [0.0, df])
+            term[0] += c * c * variance
+    welch = sum(variance**2 / df for variance, df in terms.values())
     if math.isnan(total):
         return Interval(estimate, math.nan, math.nan)
     df = total**2 / welch if welch > 0 else math.inf

@@ -31,7 +31,10 @@ Verdicts, in the order they are checked:
   beaten) shows nothing about the claim either way. A one-sided guard (only a better arm at
   chance) is biased towards `held`: when arms sometimes fail to learn, a worse arm that failed
   makes a false `held` (16% of equal-arm claims with a 0.2 failure rate per arm). Only an arm
-  the claim itself says falls to chance (`may_sit_at_chance`) is exempt.
+  the claim itself says falls to chance (`may_sit_at_chance`) is exempt. A dense score (COCO
+  AP, ADE20K mIoU) has the trivial predictor's score as its chance (every box the whole
+  image; every pixel the most frequent class): two detectors that learnt nothing compare
+  nothing.
 - `inconclusive (k runs)`: a group has fewer than MIN_RUNS runs (a `fixed` group, one given
   model the claim starts from such as (Syn)-ViP, has no run-to-run spread and needs none). Its interval is still shown,
   with the between-run SD of a run-to-run reference (REFERENCE_RUN_SD) for a one-run
@@ -205,16 +208,25 @@ def _uninformative(groups: Mapping[str, Group], contrasts: Sequence[Contrast]) -
     for contrast in contrasts:
         for name, coefficient in contrast.items():
             group = groups[name]
-            if not (coefficient and group.is_accuracy):
+            # accuracies, and scores with a trivial predictor's level as their chance (COCO AP, mIoU)
+            if not (coefficient and (group.is_accuracy or group.chance is not None)):
                 continue
             margin = STANDARD_ERRORS * group.noise()
             shown = group.name(name)
             at_chance = group.chance is not None and group.mean - group.chance <= margin
             if at_chance and not group.may_sit_at_chance:
-                reasons[name] = f"{shown} ({group.mean:.1f}) is within noise of chance ({group.chance:.3g}%)"
+                unit = "%" if group.is_accuracy else " points"
+                reasons[name] = (
+                    f"{shown} ({group.mean:.1f}) is within noise of {_chance_name(group)} ({group.chance:.3g}{unit})"
+                )
             elif 100 - group.mean <= margin:
                 reasons[name] = f"{shown} ({group.mean:.1f}) is within noise of 100%"
     return {"verdict": UNINFORMATIVE, "reason": "; ".join(reasons.values())} if reasons else None
+
+
+def _chance_name(group: Group) -> str:
+    """An accuracy's chance; a dense score's (AP, mIoU) is the trivial predictor's."""
+    return "chance" if group.is_accuracy else "the trivial predictor's score"
 
 
 def _too_few_runs(groups: Mapping[str, Group]) -> dict | None:

@@ -19,7 +19,7 @@ from matplotlib.ticker import NullFormatter
 
 from dpvip.report.chance import Chance
 from dpvip.report.paper_values import paper_table
-from dpvip.report.vip_readings import chance
+from dpvip.report.vip_readings import chance, trivial_baselines
 
 FIGURE1_PROBE_ROWS = ("TAN", "AlexNet", "SimCLR")  # Table 1 rows beside ViP-Large (Table 9)
 FIGURE1_COCO_ROWS = ("SimCLR", "Mask R-CNN")  # Table 4 rows beside ViP-Base
@@ -100,10 +100,16 @@ def figure1(
         _chance_line(our_probe, level)
     coco = _ours_of(results, ours_coco, "coco")
     coco_data = data_used(results, COCO_METRICS[0])[0]
+    coco_series = {f"{ours_coco} (ours, {scale} scale)": [coco.get(m, np.nan) for m in COCO_METRICS]}
+    trivial = trivial_baselines([r for r in results if r["evaluation"]["task"] == "coco"], list(COCO_METRICS))
+    if trivial:  # what a detector that learnt nothing scores on the same images
+        coco_series[f"trivial predictor (ours, {scale} scale: {trivial[COCO_METRICS[0]][1]})"] = [
+            trivial.get(m, (np.nan,))[0] for m in COCO_METRICS
+        ]
     _bars(
         our_coco,
         ap,
-        {f"{ours_coco} (ours, {scale} scale)": [coco.get(m, np.nan) for m in COCO_METRICS]},
+        coco_series,
         textwrap.fill(f"AP (points) on {coco_data}", 40),
         f"Ours, {scale} scale: detection",
         ours=True,

@@ -41,6 +41,44 @@ def label_random_baselines(frame: pd.DataFrame, results: list[dict]) -> pd.DataF
     return frame
 
 
+TRIVIAL_ROW = "Trivial baseline"
+TRIVIAL_RUN = "none: knows no image"
+
+
+def trivial_baselines(results: list[dict], columns: list[str]) -> dict[str, tuple[float, str]]:
+    """{column: (value, rule)} of the trivial predictors the dense evaluations score beside
+    their own (`trivial` of a COCO or ADE20K result): the first result's, since every
+    backbone is scored on the same test set."""
+    found: dict[str, tuple[float, str]] = {}
+    for result in results:
+        trivial = result.get("trivial") or {}
+        for column, value in trivial.get("columns", {}).items():
+            if column in columns and value is not None:
+                found.setdefault(column, (value, trivial["rule"]))
+    return found
+
+
+def with_trivial_row(frame: pd.DataFrame, results: list[dict], columns: list[str]) -> pd.DataFrame:
+    """The table with a last row holding the trivial predictors' scores in the (ours) cells of
+    the dense columns: what a detector or segmenter that learnt nothing scores."""
+    found = trivial_baselines(results, columns)
+    if not found:
+        return frame
+    row = {column: math.nan for column in frame.columns} | {"model": TRIVIAL_ROW, "our run": TRIVIAL_RUN}
+    row |= {f"{column} (ours)": value for column, (value, _) in found.items()}
+    return pd.concat([frame, pd.DataFrame([row])], ignore_index=True)
+
+
+def trivial_notes(results: list[dict], columns: list[str]) -> list[str]:
+    rules = {}
+    for column, (value, rule) in trivial_baselines(results, columns).items():
+        rules.setdefault(rule, []).append(f"{column} {value:.2f}")
+    return [
+        f"{TRIVIAL_ROW} (last row): {rule}: {', '.join(scores)}. A result at or below it learnt nothing."
+        for rule, scores in rules.items()
+    ]
+
+
 def reading_notes(results: list[dict], columns: list[str]) -> list[str]:
     """Units, chance levels, random-init baselines and degenerate results of one table."""
     notes = []
@@ -65,7 +103,7 @@ def reading_notes(results: list[dict], columns: list[str]) -> list[str]:
             f"{backbone} is a {arch} from random initialisation, in the row of a pre-trained baseline whose "
             "weights are not available offline: it is not that model."
         )
-    notes += _degenerate(results, columns)
+    notes += trivial_notes(results, columns) + _degenerate(results, columns)
     notes += [
         f"{result['evaluation']['task']} of {result['evaluation']['backbone']}: its cells are empty because "
         f"{result['data']['undefined']}"
