@@ -18,13 +18,8 @@ from dpvip.evaluate.detection import (
     score_detector,
     train_detector,
 )
-from dpvip.evaluate.segmentation import (
-    SegmentationSettings,
-    evaluate_ade,
-    score_segmenter,
-    shapes_segmentation,
-    train_segmenter,
-)
+from dpvip.evaluate.segmentation import SegmentationSettings, evaluate_ade, score_segmenter, train_segmenter
+from dpvip.evaluate.segmentation_data import shapes_segmentation
 from dense_tasks import QUICK, micro_mae, write_coco
 from dpvip.train.distributed import Distributed
 

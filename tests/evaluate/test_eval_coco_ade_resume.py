@@ -14,13 +14,8 @@ from dpvip.errors import DpvipInputError
 from dpvip.evaluate import dense_training
 from dpvip.evaluate.coco_standin import CocoStandIn
 from dpvip.evaluate.detection import evaluate_coco, score_detector, train_detector
-from dpvip.evaluate.segmentation import (
-    SegmentationSettings,
-    evaluate_ade,
-    score_segmenter,
-    shapes_segmentation,
-    train_segmenter,
-)
+from dpvip.evaluate.segmentation import SegmentationSettings, evaluate_ade, score_segmenter, train_segmenter
+from dpvip.evaluate.segmentation_data import shapes_segmentation
 from dense_tasks import QUICK, micro_mae, write_coco
 from dpvip.train.resume import LoopState
 

@@ -19,7 +19,8 @@ from dpvip.evaluate.coco_instances import whole_image_scores
 from dpvip.evaluate.coco_standin import write_split
 from dpvip.evaluate.detection import DetectionSettings, evaluate_coco
 from dpvip.evaluate.jobs import COCO_SETTINGS, LAUNCH, shapes_spec
-from dpvip.evaluate.segmentation import SegmentationSettings, evaluate_ade, shapes_segmentation
+from dpvip.evaluate.segmentation import SegmentationSettings, evaluate_ade
+from dpvip.evaluate.segmentation_data import shapes_segmentation
 from dpvip.models import MAESettings
 from dpvip.models.mae import MaskedAutoencoder
 

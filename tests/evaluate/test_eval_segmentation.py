@@ -12,17 +12,14 @@ from PIL import Image
 from dpvip.errors import DpvipInputError
 from dpvip.evaluate.coco_standin import CocoStandIn
 from dpvip.evaluate.segmentation import (
-    IGNORE_INDEX,
-    SegmentationSet,
     SegmentationSettings,
     _optimizer,
-    ade20k,
     evaluate_ade,
     mean_iou,
-    shapes_segmentation,
     train_segmenter,
     trivial_scores,
 )
+from dpvip.evaluate.segmentation_data import IGNORE_INDEX, SegmentationSet, ade20k, shapes_segmentation
 from dpvip.evaluate.upernet import Segmenter, tap_blocks
 from dpvip.models.mae import encoder_at
 from dpvip.models import MAESettings

@@ -193,13 +193,8 @@ def shapes_spec(section: dict, image_size: int):
 
 
 def _ade20k(evaluation: Evaluation, section: dict, checkpoint: str | None, paths: dict, job: JobState) -> dict:
-    from dpvip.evaluate.segmentation import (
-        SHAPE_CLASSES,
-        SegmentationSettings,
-        ade20k,
-        evaluate_ade,
-        shapes_segmentation,
-    )
+    from dpvip.evaluate.segmentation import SegmentationSettings, evaluate_ade
+    from dpvip.evaluate.segmentation_data import SHAPE_CLASSES, ade20k, shapes_segmentation
 
     options = {key: value for key, value in section["ade20k"].items() if key not in LAUNCH}
     source, root, image_size = options.pop("source"), options.pop("root"), options.pop("image_size")
