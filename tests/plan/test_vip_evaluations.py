@@ -147,8 +147,9 @@ def test_an_unknown_backbone_in_a_tasks_list_is_refused_by_name(backbones):
 
 def test_repeats_are_evaluated_for_what_the_claims_compare():
     """Every repeat gets the first probe; the main ViP's repeats also the fewest shots, DP
-    fine-tuning and COCO and ADE20K (claims b, k and y). The tables and figures keep
-    evaluating the first runs."""
+    fine-tuning and COCO and ADE20K (claims b, k and y); the repeats of the runs the few-shot
+    claims compare with the main ViP (less data, a smaller batch, a smaller model: ae, af,
+    ai) the fewest shots. The tables and figures keep evaluating the first runs."""
     section = {"dataset": "laion", "models": ["micro"], "settings": SETTINGS, "ablations": ABLATIONS}
     runs = expand_runs(section | {"repeats": 3}, ["micro", "pico"], 4096)
     plan = EvaluationPlan(SECTION, Backbones(["micro", "pico"], runs, "micro"))
@@ -157,10 +158,16 @@ def test_repeats_are_evaluated_for_what_the_claims_compare():
     assert {"few_shot/vip_micro_r2/CIFAR-100_10shot", "dp_finetune/vip_micro_r1/ImageNet-1K"} <= repeats
     assert {"coco/vip_micro_r1", "coco/vip_micro_r2", "ade20k/vip_micro_r1", "ade20k/vip_micro_r2"} <= repeats
     assert "linear_probe/vip_micro_b64_r1/ImageNet-1K" in repeats
-    main_only = ("few_shot/vip_micro_b64_r", "coco/vip_micro_b64", "ade20k/vip_pico", "dp_finetune/vip_pico")
+    few_shot = {
+        f"few_shot/{run}_r{k}/CIFAR-100_10shot"
+        for run in ("vip_micro_n1024", "vip_micro_b64", "vip_pico")
+        for k in (1, 2)
+    }
+    assert few_shot <= repeats
+    main_only = ("few_shot/vip_micro_dec1_r", "coco/vip_micro_b64", "ade20k/vip_pico", "dp_finetune/vip_pico")
     assert not any(path.startswith(main_only) for path in repeats)
-    # a probe per repeat, plus 2 x (shots, top-1, COCO, ADE20K) of the main
-    assert len(repeats) == 2 * (len(runs) // 3) + 8
+    # a probe per repeat, plus 2 x (shots, top-1, COCO, ADE20K) of the main, 2 x shots of 3 more
+    assert len(repeats) == 2 * (len(runs) // 3) + 8 + 6
     # each repeat's dense fine-tune draws its own data order and heads: its spread holds that noise
     seeds = [
         plan.job_section(Evaluation("ade20k", b))["ade20k"].get("seed", 0)

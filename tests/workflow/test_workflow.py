@@ -89,7 +89,16 @@ ALL_JOBS = COMMON_JOBS | {
     "laion_natural_shard": 2,
     "laion_index": 1,
     "dp_mae": 3 * (10 + 1),  # and vip_micro_syn_e2
-    "evaluate": 12 + 8 + 2 + 2 + 2 + 22 + 2 + 2 + 4,  # and COCO and ADE20K of the main ViP's 2 repeats (claim y)
+    "evaluate": 12
+    + 8
+    + 2
+    + 2
+    + 2
+    + 22
+    + 2
+    + 2
+    + 4
+    + 6,  # + COCO and ADE20K of the main ViP's 2 repeats (y), 10-shot of 6 more repeats (ae, af, ai)
     "coco_standin": 2,
     # DP-RandP on the photo crops, epsilon 1 and 8, 4 seeds: DP-RandP, w/o Phase II, Phase II
     # only and cold (32); at epsilon 1 with 4 seeds (claims g, h, m, n): Table 10's two other

@@ -22,6 +22,9 @@ from dpvip.plan.vip_runs import REPEAT
 TASKS = ("linear_probe", "few_shot", "coco", "ade20k", "dp_finetune")
 SHOT_COLUMN = re.compile(r"^(?P<dataset>.+) (?P<shots>\d+)-shot$")
 COCO_COLUMNS = ("COCO AP box", "COCO AP mask")
+# the runs ViP's few-shot claims compare with the main ViP (ae: less data, af: a smaller
+# batch, ai: a smaller model): their repeats are few-shot tuned too
+FEW_SHOT_ABLATIONS = ("dataset_size", "batch_size", "model_size")
 ADE_COLUMN = "ADE20K mIoU"
 DP_FINETUNE_COLUMNS = ("Top-1 Accuracy", "epsilon", "delta")
 # What the detectron2 backend reads of evaluate.coco (its config file sets the schedule, sizes
@@ -176,13 +179,15 @@ class EvaluationPlan:
             raise KeyError(f"no evaluations for figure {figure}")
         return sorted({e for e in (self.evaluation(b, m) for b, m in wanted) if e is not None})
 
-    def claim_metrics(self, main: bool) -> list[str]:
-        """What ViP's claims read of a run: the first probe; for the main ViP also the fewest
-        shots (claim b), DP fine-tuning's top-1 (claim k) and the dense scores (claim y)."""
-        if not main:
-            return self.probe_datasets[:1]
+    def claim_metrics(self, main: bool, ablation: str | None = None) -> list[str]:
+        """What ViP's claims read of a run: the first probe; the fewest shots (claim b) of the
+        main ViP and of the runs the few-shot claims compare it with (ae, af, ai: the
+        `FEW_SHOT_ABLATIONS`); for the main ViP also DP fine-tuning's top-1 (claim k) and the
+        dense scores (claim y)."""
         shots, dataset = self.claim_shots()
-        shot = [f"{dataset} {shots}-shot"] if shots else []
+        shot = [f"{dataset} {shots}-shot"] if shots and (main or ablation in FEW_SHOT_ABLATIONS) else []
+        if not main:
+            return self.probe_datasets[:1] + shot
         return self.probe_datasets[:1] + shot + ["Top-1 Accuracy", COCO_COLUMNS[0], ADE_COLUMN]
 
     def claim_shots(self) -> tuple[int | None, str | None]:
@@ -193,11 +198,12 @@ class EvaluationPlan:
     def repeat_evaluations(self) -> list[Evaluation]:
         """The evaluations of the runs' repeats that the claims compare (the first runs'
         evaluations are the tables' own)."""
-        repeats = [run for run in self.backbones.runs.values() if run.ablation == REPEAT]
+        runs = self.backbones.runs
+        repeats = [run for run in runs.values() if run.ablation == REPEAT]
         wanted = [
             (run.name, metric)
             for run in repeats
-            for metric in self.claim_metrics(run.repeat_of == self.backbones.main_vip)
+            for metric in self.claim_metrics(run.repeat_of == self.backbones.main_vip, runs[run.repeat_of].ablation)
         ]
         return sorted({e for e in (self.evaluation(b, m) for b, m in wanted) if e is not None})
 
