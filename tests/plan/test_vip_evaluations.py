@@ -200,3 +200,16 @@ def test_the_detectron2_jobs_params_hold_only_what_it_reads(backbones):
     section = SECTION | {"coco": coco | {"iterations": 40, "batch_size": 8, "image_size": 64, "lr": 1e-3}}
     part = EvaluationPlan(section, backbones).job_section(Evaluation("coco", "vip_micro"))
     assert part["coco"] == coco
+
+
+def test_only_the_runs_the_few_shot_claims_compare_have_their_repeats_few_shot_tuned():
+    """With two points per ablation, the smallest dataset and batch (ae, af) and the smallest
+    and largest model of the synthetic-init line (ai) are compared; the others are not."""
+    ablations = ABLATIONS | {"dataset_size": [1024, 2048], "batch_size": [64, 128], "model_size": ["pico", "nano"]}
+    section = {"dataset": "laion", "models": ["micro"], "settings": SETTINGS, "ablations": ablations}
+    runs = expand_runs(section | {"repeats": 2}, ["micro", "pico", "nano"], 4096)
+    plan = EvaluationPlan(SECTION, Backbones(["micro", "pico", "nano"], runs, "micro"))
+    # the model line by encoder parameters: pico < micro < nano (the CPU sizes lie below nano)
+    assert plan.few_shot_claim_runs() == {"vip_micro_n1024", "vip_micro_b64", "vip_pico", "vip_nano"}
+    tuned = {e.backbone for e in plan.repeat_evaluations() if e.task == "few_shot"}
+    assert tuned == {"vip_micro_n1024_r1", "vip_micro_b64_r1", "vip_pico_r1", "vip_nano_r1", "vip_micro_r1"}

@@ -124,7 +124,9 @@ PAPER_JOBS = COMMON_JOBS | {
     "dp_mae": 3 * (5 + 5 + 2 + 2 + 3 + 2 + 2 + 1),
     # the tables' 123, and the repeats' for the claims: a probe each (2 x 22), few-shot and
     # DP fine-tuning of vip_base's two (4)
-    "evaluate": 123 + 2 * 22 + 4,
+    # + the main ViP's 2 repeats on COCO and ADE20K (claim y) and the 10-shot of the repeats of
+    # the runs the few-shot claims compare: the smallest dataset and batch, ViP-Nano and -Large
+    "evaluate": 123 + 2 * 22 + 4 + 4 + 2 * 4,
     # 5 seeds: CIFAR-10 (7 epsilons) x 4 variants, CIFAR-100 (5) and DermaMNIST (4) x 2;
     # Tables 10-12, Figure 6 (20 other Phase II steps) and Table 25 (9 other) at epsilon 1
     "dprandp_private": 5 * (7 * 4 + 5 * 2 + 4 * 2 + 2 + 7 * 2 + 6 * 2 + 20 + 9),

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from dpvip.errors import DpvipInputError
-from dpvip.models import mae_size, mae_variant
+from dpvip.models import mae_parameters, mae_size, mae_variant
 from dpvip.privacy import run_options
 from dpvip.plan.examples import check_planned_run, examples_source, planned_examples
 from dpvip.plan.vip_rows import PROBE_COLUMN, VIP_TABLES, Backbones, figure5_backbones, table_rows
@@ -22,9 +22,6 @@ from dpvip.plan.vip_runs import REPEAT
 TASKS = ("linear_probe", "few_shot", "coco", "ade20k", "dp_finetune")
 SHOT_COLUMN = re.compile(r"^(?P<dataset>.+) (?P<shots>\d+)-shot$")
 COCO_COLUMNS = ("COCO AP box", "COCO AP mask")
-# the runs ViP's few-shot claims compare with the main ViP (ae: less data, af: a smaller
-# batch, ai: a smaller model): their repeats are few-shot tuned too
-FEW_SHOT_ABLATIONS = ("dataset_size", "batch_size", "model_size")
 ADE_COLUMN = "ADE20K mIoU"
 DP_FINETUNE_COLUMNS = ("Top-1 Accuracy", "epsilon", "delta")
 # What the detectron2 backend reads of evaluate.coco (its config file sets the schedule, sizes
@@ -179,13 +176,13 @@ class EvaluationPlan:
             raise KeyError(f"no evaluations for figure {figure}")
         return sorted({e for e in (self.evaluation(b, m) for b, m in wanted) if e is not None})
 
-    def claim_metrics(self, main: bool, ablation: str | None = None) -> list[str]:
+    def claim_metrics(self, main: bool, few_shot: bool = False) -> list[str]:
         """What ViP's claims read of a run: the first probe; the fewest shots (claim b) of the
-        main ViP and of the runs the few-shot claims compare it with (ae, af, ai: the
-        `FEW_SHOT_ABLATIONS`); for the main ViP also DP fine-tuning's top-1 (claim k) and the
-        dense scores (claim y)."""
+        main ViP and of the runs the few-shot claims compare (`few_shot`: ae, af, ai, see
+        `few_shot_claim_runs`); for the main ViP also DP fine-tuning's top-1 (claim k) and
+        the dense scores (claim y)."""
         shots, dataset = self.claim_shots()
-        shot = [f"{dataset} {shots}-shot"] if shots and (main or ablation in FEW_SHOT_ABLATIONS) else []
+        shot = [f"{dataset} {shots}-shot"] if shots and (main or few_shot) else []
         if not main:
             return self.probe_datasets[:1] + shot
         return self.probe_datasets[:1] + shot + ["Top-1 Accuracy", COCO_COLUMNS[0], ADE_COLUMN]
@@ -198,14 +195,24 @@ class EvaluationPlan:
     def repeat_evaluations(self) -> list[Evaluation]:
         """The evaluations of the runs' repeats that the claims compare (the first runs'
         evaluations are the tables' own)."""
-        runs = self.backbones.runs
-        repeats = [run for run in runs.values() if run.ablation == REPEAT]
+        repeats = [run for run in self.backbones.runs.values() if run.ablation == REPEAT]
+        few_shot = self.few_shot_claim_runs()
         wanted = [
             (run.name, metric)
             for run in repeats
-            for metric in self.claim_metrics(run.repeat_of == self.backbones.main_vip, runs[run.repeat_of].ablation)
+            for metric in self.claim_metrics(run.repeat_of == self.backbones.main_vip, run.repeat_of in few_shot)
         ]
         return sorted({e for e in (self.evaluation(b, m) for b, m in wanted) if e is not None})
+
+    def few_shot_claim_runs(self) -> set[str]:
+        """The runs ViP's few-shot claims compare with each other or the main ViP: the smallest
+        dataset (ae) and batch (af) of their ablations, the smallest and the largest model of
+        the synthetic-init line (ai)."""
+        picked = {extreme_run(self.backbones, ablation) for ablation in ("dataset_size", "batch_size")}
+        synthetic = by_size(figure5_backbones(self.backbones)["(Syn)-ViP init"], self.backbones)
+        if len(synthetic) >= 2:
+            picked |= {synthetic[0], synthetic[-1]}
+        return picked - {None}
 
     def figure5_metrics(self) -> list[str]:
         """The ImageNet-1K probe (or the first probed set) and the first few-shot setting."""
@@ -258,3 +265,14 @@ def all_evaluations(plan: EvaluationPlan, table_columns: dict[str, list[str]]) -
         needs[figure] = plan.figure_evaluations(figure)
     needs["vip_claims"] = plan.repeat_evaluations()
     return needs
+
+
+def by_size(names: list[str], backbones: Backbones) -> list[str]:
+    """DP runs from the fewest encoder parameters to the most."""
+    return sorted(names, key=lambda name: mae_parameters(mae_variant(backbones.runs[name].model)[0]))
+
+
+def extreme_run(backbones: Backbones, ablation: str, lowest: bool = True) -> str | None:
+    """The ablation run at its smallest (or largest) point."""
+    runs = sorted(backbones.of(ablation), key=lambda run: run.point)
+    return (runs[0] if lowest else runs[-1]).name if runs else None

@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from dpvip.models import mae_parameters, mae_size, mae_variant
-from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan
+from dpvip.models import mae_size, mae_variant
+from dpvip.plan.vip_evaluations import Evaluation, EvaluationPlan, by_size, extreme_run
 from dpvip.plan.vip_rows import Backbones, figure5_backbones
 from dpvip.plan.vip_runs import repeats_of
 from dpvip.report.chance import classes_of
@@ -139,10 +139,6 @@ def _lower_loss(key: str, ours: _Runs, lower: str, higher: str) -> Claim:
     return _claim(key, groups, measured)
 
 
-def _by_size(names: list[str], backbones: Backbones) -> list[str]:
-    return sorted(names, key=lambda name: mae_parameters(mae_variant(backbones.runs[name].model)[0]))
-
-
 def vip_claims(plan: EvaluationPlan, results: dict[str, dict], losses: dict[str, list[float]]) -> list[Claim]:
     ours, backbones = _Runs(plan, results, losses), plan.backbones
     syn, vip = backbones.main_syn, backbones.main_vip
@@ -158,7 +154,7 @@ def vip_claims(plan: EvaluationPlan, results: dict[str, dict], losses: dict[str,
     else:
         claims += [_absent("c"), _absent("d")]
     lines = figure5_backbones(backbones)
-    synthetic, random = (_by_size(lines[line], backbones) for line in ("(Syn)-ViP init", "random init"))
+    synthetic, random = (by_size(lines[line], backbones) for line in ("(Syn)-ViP init", "random init"))
     if len(synthetic) >= 2:
         small, large = synthetic[0], synthetic[-1]
         claims += [_lower_loss("e", ours, large, small), _versus("f", ours.probe, large, small, "probe")]
@@ -194,12 +190,6 @@ def vip_claims(plan: EvaluationPlan, results: dict[str, dict], losses: dict[str,
     return ordered(claims)
 
 
-def _extreme(backbones: Backbones, ablation: str, lowest: bool = True) -> str | None:
-    """The ablation run at its smallest (or largest) point."""
-    runs = sorted(backbones.of(ablation), key=lambda run: run.point)
-    return (runs[0] if lowest else runs[-1]).name if runs else None
-
-
 def _ablation_runs_claims(ours: _Runs, backbones: Backbones) -> list[Claim]:
     """The main run against one ablation run: lower loss with more data (p) and a larger
     batch (q); better 10-shot fine-tuning with both (ae, af); a better probe than a shallower
@@ -214,7 +204,7 @@ def _ablation_runs_claims(ours: _Runs, backbones: Backbones) -> list[Claim]:
         ("ag", "decoder_depth", "probe"),
         ("ah", "mask_ratio", "probe"),
     ):
-        other = _extreme(backbones, ablation)
+        other = extreme_run(backbones, ablation)
         if other is None:
             claims.append(_absent(key))
         elif kind == "loss":
@@ -248,7 +238,7 @@ def _syn_scaling(ours: _Runs, backbones: Backbones) -> Claim:
     }
     if len(sized) < 2:
         return _absent("ad", "no (Syn)-ViP and ViP pair at a second model size in this configuration")
-    order = _by_size(list(sized.values()), backbones)
+    order = by_size(list(sized.values()), backbones)
     small, large = (backbones.runs[name].model for name in (order[0], order[-1]))
     names = {
         "vip_small": sized[small],
