@@ -169,7 +169,13 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
     )
     tasks = {task: sum(1 for t, _ in evaluations if t == task) for task, _ in evaluations}
     # the repeats (claims): 44 more probes, 2 more few-shot and DP fine-tuning runs
-    assert tasks == {"linear_probe": 64 + 44, "few_shot": 53 + 2, "coco": 2, "ade20k": 2, "dp_finetune": 2 + 2}
+    assert tasks == {
+        "linear_probe": 64 + 44,
+        "few_shot": 53 + 2 + 8,
+        "coco": 2 + 2,
+        "ade20k": 2 + 2,
+        "dp_finetune": 2 + 2,
+    }
     runtime = {"linear_probe": 4320, "few_shot": 240, "coco": 4320, "ade20k": 1440, "dp_finetune": 2880}
     gpus = {"linear_probe": 1, "few_shot": 1, "coco": 8, "ade20k": 8, "dp_finetune": 8}  # DDP / DP ranks
     assert all(
