@@ -168,7 +168,8 @@ def test_dry_run_paper_scale_with_slurm_profile(tmp_path):
         done.output,
     )
     tasks = {task: sum(1 for t, _ in evaluations if t == task) for task, _ in evaluations}
-    # the repeats (claims): 44 more probes, 2 more few-shot and DP fine-tuning runs
+    # the repeats (claims): 44 more probes; 2 more DP fine-tuning, COCO and ADE20K runs (the main
+    # ViP's), 2 + 8 more few-shot runs (the main ViP's and those the few-shot claims compare)
     assert tasks == {
         "linear_probe": 64 + 44,
         "few_shot": 53 + 2 + 8,
