@@ -65,9 +65,13 @@ class _Runs:
         """A DP run and its repeats (independent runs of a group); a (Syn)-ViP model alone."""
         return repeats_of(self.plan.backbones.runs, backbone) if backbone in self.plan.backbones.runs else [backbone]
 
-    def _accuracy(self, backbone: str, evaluation, column: str) -> Group:
+    def _found(self, backbone: str, evaluation) -> list[dict]:
+        """The results of `evaluation(run)` for the run and each repeat that has one."""
         found = [self.results.get(evaluation(run).path) for run in self._runs(backbone)]
-        found = [result for result in found if result is not None]
+        return [result for result in found if result is not None]
+
+    def _accuracy(self, backbone: str, evaluation, column: str) -> Group:
+        found = self._found(backbone, evaluation)
         if not found:
             return Group(())
         data = found[0].get("data", {})
@@ -76,10 +80,10 @@ class _Runs:
         )
         values = [result["columns"].get(column) for result in found]
         records = [result.get(PER_EXAMPLE, {}).get(column) for result in found]
-        # (Syn)-ViP is one non-private model that the claims start from: fixed, not a sample of runs
-        fixed = not backbone.startswith("vip_")
         chance = 100.0 / classes if classes else None
-        return Group.of(values, data.get("test"), chance, fixed=fixed, label=backbone, **paired_runs(records))
+        return Group.of(
+            values, data.get("test"), chance, fixed=_fixed(backbone), label=backbone, **paired_runs(records)
+        )
 
     def probe(self, backbone: str) -> Group:
         dataset = next(iter(self.plan.probe_datasets), None)
@@ -92,11 +96,11 @@ class _Runs:
     def dense(self, task: str, column: str, backbone: str) -> Group:
         """A COCO AP or ADE20K mIoU (points) of the run and of each repeat evaluated: one value
         per run, not a binomial accuracy; the trivial predictor's score is its chance level."""
-        found = [self.results.get(Evaluation(task, run).path) for run in self._runs(backbone)]
-        found = [result for result in found if result is not None]
+        found = self._found(backbone, lambda run: Evaluation(task, run))
         trivial = next((r["trivial"]["columns"].get(column) for r in found if "trivial" in r), None)
-        fixed = not backbone.startswith("vip_")
-        return Group.of([r["columns"].get(column) for r in found], chance=trivial, fixed=fixed, label=backbone)
+        return Group.of(
+            [r["columns"].get(column) for r in found], chance=trivial, fixed=_fixed(backbone), label=backbone
+        )
 
     def dp_finetune(self, backbone: str) -> Group:
         return self._accuracy(
@@ -112,6 +116,11 @@ class _Runs:
             tail = logged[-max(1, math.ceil(len(logged) * LOSS_TAIL)) :]
             finals += [sum(tail) / len(tail)] if tail else []
         return Group.of(finals)
+
+
+def _fixed(backbone: str) -> bool:
+    """(Syn)-ViP is one non-private model that the claims start from: fixed, not a sample of runs."""
+    return not backbone.startswith("vip_")
 
 
 def _fmt(group: Group) -> str:
