@@ -116,7 +116,9 @@ def test_evaluate_coco_records_the_settings_and_counts(coco):
     )
     assert record["settings"]["iterations"] == 2 and record["encoder"]["size"] == "micro"
     assert record["train_images"] == 8 and record["val_images"] == 4 and record["categories"] == 3
-    assert record["val_instances"] >= 4 and 0.0 <= record["ap_box"] <= 100.0 and 0.0 <= record["ap_mask"] <= 100.0
+    assert record["val_instances"] >= 4
+    for kind in ("box", "mask"):  # COCOeval's averages: AP over IoU 0.5:0.95 is at most AP at 0.5
+        assert 0.0 <= record[f"ap_{kind}"] <= record[f"ap50_{kind}"], record
 
 
 def test_the_schedule_warms_up_from_a_thousandth_then_steps_down_tenfold():

@@ -68,7 +68,9 @@ def test_the_ledger_spends_what_the_accountant_says(small_run):
     assert privacy["steps_done"] == privacy["planned_steps"] == 40
     assert (privacy["accountant"], privacy["sample_rate"], privacy["noise_multiplier"]) == ("rdp", q, 1.0)
     assert (privacy["delta"], privacy["clip_norm"], privacy["examples"]) == (delta, SMALL.clip_norm, 300)
-    assert small_run["settings"]["noise_multiplier"] == 1.0 and 0 <= small_run["top1_percent"] <= 100
+    assert small_run["settings"]["noise_multiplier"] == 1.0
+    correct = small_run["top1_percent"] * 60 / 100  # top-1 over the 60 test digits: a whole count
+    assert correct == pytest.approx(round(correct)) and 0 <= round(correct) <= 60, small_run["top1_percent"]
 
 
 def test_batches_are_the_projects_poisson_batches(small_run, work, keys, digits8, monkeypatch):
