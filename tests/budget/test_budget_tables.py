@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dpvip.budget import PEAK_TFLOPS, UTILISATION
-from dpvip.budget.estimates import JobBudget
+from dpvip.budget.job_budget import JobBudget
 from dpvip.budget.smoke import NO_SMOKE_RUN, memory_column, smoke_memory
 from dpvip.budget.tables import (
     FITS,

@@ -8,7 +8,8 @@ import pytest
 
 from dpvip.budget import DP_STEP_TIME_RATIOS, networks
 from dpvip.budget.datasets import DatasetSizes
-from dpvip.budget.estimates import CPU, Facts, estimate
+from dpvip.budget.estimates import estimate
+from dpvip.budget.job_budget import CPU, Facts
 from dpvip.budget.workflow import WorkflowJob
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAESettings

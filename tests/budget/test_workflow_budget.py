@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dpvip.budget.compute import compute_budget, write_budget_tables
-from dpvip.budget.estimates import CPU
+from dpvip.budget.job_budget import CPU
 from dpvip.budget.tables import RESUMES, runtime_check
 from dpvip.logs import LIBRARY_VARIABLE
 from dpvip.privacy.randomness import KEEP_KEYS_ENV, KEY_DIR_ENV

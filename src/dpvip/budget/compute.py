@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpvip.budget.datasets import DatasetSizes
-from dpvip.budget.estimates import Facts, JobBudget, estimate
+from dpvip.budget.estimates import estimate
+from dpvip.budget.job_budget import Facts, JobBudget
 from dpvip.budget.smoke import memory_column, smoke_memory
 from dpvip.budget.tables import (
     job_frame,

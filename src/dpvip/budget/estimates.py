@@ -9,102 +9,11 @@ DP steps x expected batch, iterations x batch, grid points...), plus its evaluat
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
-from dpvip.budget import DP_STEP_TIME_RATIOS, networks
-from dpvip.budget.datasets import DatasetSizes
+from dpvip.budget import networks
+from dpvip.budget.job_budget import CPU, Facts, JobBudget, dp_time_factor, shape_of, unmodelled, with_evaluation
+from dpvip.budget.transfer_estimates import transfer_features, transfer_study
 from dpvip.budget.workflow import WorkflowJob
-from dpvip.errors import DpvipInputError
-from dpvip.models import MAESettings, mae_variant
-
-CPU = "cpu"
-JOB_TYPES = {  # short name -> what the tables print
-    "syn_vip": "(Syn)-ViP MAE pre-training",
-    "dp_mae": "DP-MAE (ViP)",
-    "linear_probe": "linear probe",
-    "few_shot": "few-shot fine-tuning",
-    "coco": "COCO ViTDet",
-    "ade20k": "ADE20K UPerNet",
-    "dp_finetune": "DP fine-tuning",
-    "dprandp_phase1": "DP-RandP Phase I",
-    "dprandp_private": "DP-RandP Phases II/III",
-    "transfer_features": "feature extraction",
-    "mehta_heads": "Mehta et al. heads",
-    "dprandp_probe": "DP-RandP private linear probe",
-    CPU: "CPU jobs",
-}
-
-
-@dataclass
-class JobBudget:
-    job: WorkflowJob
-    job_type: str
-    model: str  # the network's shape, e.g. "base p16 224px"
-    steps: int | None = None  # optimizer steps (summed over a grid of runs)
-    examples_per_step: float | None = None
-    train_flops_per_example: int | None = None  # one training pass (with its clipping, if DP)
-    flops: int = 0  # the whole job
-    how: str = ""
-    unmodelled: str | None = None  # why no FLOPs are given, for a GPU job
-    parts: dict = field(default_factory=dict)  # named shares of `flops` (e.g. "phase2")
-    units: dict = field(default_factory=dict)  # FLOPs of a unit of its work ("step", "epoch", ...)
-    # A DP job's training takes this many times the time its counted FLOPs would at the
-    # non-private rate: the measured DP-step time ratio (DP_STEP_TIME_RATIOS) times its
-    # non-private training FLOPs over its counted (clipping included) training FLOPs.
-    time_factor: float = 1.0
-
-    def flops_of(self, unit: str) -> float | None:
-        """FLOPs of one `unit` of the job's work: "run" (the whole job), or one of `units`
-        ("step", "epoch", "phase2", "image", "study_run")."""
-        return self.flops if unit == "run" else self.units.get(unit)
-
-    @property
-    def timed_flops(self) -> float:
-        """FLOPs at the non-private rate that take as long as the job: its training's times
-        `time_factor`, its evaluation's as counted."""
-        evaluation = self.parts.get("evaluation", 0)
-        return (self.flops - evaluation) * self.time_factor + evaluation
-
-    def timed_of(self, unit: str) -> float | None:
-        """`flops_of(unit)` at the non-private rate (a training unit times `time_factor`)."""
-        if unit == "run":
-            return self.timed_flops
-        flops = self.units.get(unit)
-        return None if flops is None else flops * self.time_factor
-
-
-def dp_time_factor(job_type: str, nonprivate: float, counted: float) -> float:
-    """`JobBudget.time_factor` of a DP job type whose training counts `counted` FLOPs and
-    would count `nonprivate` without its clipping."""
-    return DP_STEP_TIME_RATIOS[job_type] * nonprivate / counted if counted else 1.0
-
-
-@dataclass
-class Facts:
-    """What the estimates read beyond a job's params: the workflow's names, dataset sizes."""
-
-    names: dict
-    sizes: DatasetSizes
-
-    def mae_settings(self, backbone: str, image_size: int | None = None) -> MAESettings:
-        """The MAE a backbone of the workflow was trained as (`mae_shapes` of common.smk), at
-        `image_size` if given."""
-        shapes = self.names["mae_shapes"]()
-        if backbone not in shapes:
-            raise DpvipInputError(f"backbone '{backbone}' is not an MAE of this workflow")
-        model, trained_size, patch = shapes[backbone]
-        size, decoder_depth = mae_variant(model)
-        return MAESettings(size, image_size=image_size or trained_size, patch_size=patch, decoder_depth=decoder_depth)
-
-
-def _shape(settings: MAESettings) -> str:
-    return f"{settings.size} p{settings.patch_size} {settings.image_size}px"
-
-
-def _with_evaluation(budget: JobBudget, images: int, forward: int) -> JobBudget:
-    budget.parts["evaluation"] = images * forward
-    budget.flops += images * forward
-    return budget
 
 
 # --- pre-training -------------------------------------------------------------------------------
@@ -120,7 +29,7 @@ def _syn_vip(job: WorkflowJob, facts: Facts) -> JobBudget:
     return JobBudget(
         job,
         "syn_vip",
-        _shape(settings.model) + f" mask {settings.model.mask_ratio}",
+        shape_of(settings.model) + f" mask {settings.model.mask_ratio}",
         steps,
         settings.batch_size,
         per_example,
@@ -140,7 +49,7 @@ def _dp_mae(job: WorkflowJob, facts: Facts) -> JobBudget:
     return JobBudget(
         job,
         "dp_mae",
-        _shape(settings.model) + f" mask {settings.model.mask_ratio}" + (f" dec{depth}" if depth else ""),
+        shape_of(settings.model) + f" mask {settings.model.mask_ratio}" + (f" dec{depth}" if depth else ""),
         settings.steps,
         settings.batch_size,
         per_example,
@@ -172,7 +81,7 @@ def _linear_probe(job: WorkflowJob, facts: Facts) -> JobBudget:
     budget = JobBudget(
         job,
         "linear_probe",
-        _shape(mae),
+        shape_of(mae),
         options["epochs"] * math.ceil(data.train / options["batch_size"]) * grid,
         options["batch_size"],
         head.train,
@@ -180,7 +89,7 @@ def _linear_probe(job: WorkflowJob, facts: Facts) -> JobBudget:
         f"{grid} blrs x {options['epochs']} epochs of {data.train} images"
         + (", each through the frozen encoder" if options.get("augment", True) else ", features once"),
     )
-    return _with_evaluation(budget, data.test, encoder.forward)
+    return with_evaluation(budget, data.test, encoder.forward)
 
 
 def _few_shot(job: WorkflowJob, facts: Facts) -> JobBudget:
@@ -198,7 +107,7 @@ def _few_shot(job: WorkflowJob, facts: Facts) -> JobBudget:
         network = networks.mae_classifier(
             mae, data.classes, choice.pooling, choice.last_blocks, choice.final_norm, private=False
         )
-        model, grid = _shape(mae), len(options["lrs"])
+        model, grid = shape_of(mae), len(options["lrs"])
     train = evaluation.shots * data.classes
     batch = min(options["batch_size"], train)
     budget = JobBudget(
@@ -211,7 +120,7 @@ def _few_shot(job: WorkflowJob, facts: Facts) -> JobBudget:
         grid * options["epochs"] * train * network.train,
         f"{grid} lrs x {options['epochs']} epochs of {evaluation.shots} x {data.classes} images",
     )
-    return _with_evaluation(budget, grid * data.test, network.forward)
+    return with_evaluation(budget, grid * data.test, network.forward)
 
 
 def _coco(job: WorkflowJob, facts: Facts) -> JobBudget:
@@ -234,7 +143,7 @@ def _coco(job: WorkflowJob, facts: Facts) -> JobBudget:
         f"{iterations} iterations x {batch} images; pyramid, RPN, box head on the sampled RoIs, mask head"
         + ("" if backend == "torchvision" else " (our torchvision model: taken as the detectron2 backend's cost)"),
     )
-    return _with_evaluation(budget, data.test, network.forward)
+    return with_evaluation(budget, data.test, network.forward)
 
 
 def _ade20k(job: WorkflowJob, facts: Facts) -> JobBudget:
@@ -255,7 +164,7 @@ def _ade20k(job: WorkflowJob, facts: Facts) -> JobBudget:
         epochs * data.train * network.train,
         f"{epochs} epochs of {data.train} images (UPerNet and the auxiliary FCN head)",
     )
-    return _with_evaluation(budget, data.test, network.forward)
+    return with_evaluation(budget, data.test, network.forward)
 
 
 def _dp_finetune(job: WorkflowJob, facts: Facts) -> JobBudget:
@@ -271,7 +180,7 @@ def _dp_finetune(job: WorkflowJob, facts: Facts) -> JobBudget:
     budget = JobBudget(
         job,
         "dp_finetune",
-        _shape(mae),
+        shape_of(mae),
         steps,
         batch,
         network.train,
@@ -279,7 +188,7 @@ def _dp_finetune(job: WorkflowJob, facts: Facts) -> JobBudget:
         f"{steps} DP steps x expected batch {batch}, per-example clipping counted",
         time_factor=dp_time_factor("dp_finetune", nonprivate, network.train),
     )
-    return _with_evaluation(budget, data.test, network.forward)
+    return with_evaluation(budget, data.test, network.forward)
 
 
 EVALUATIONS = {
@@ -342,118 +251,7 @@ def _private(job: WorkflowJob, facts: Facts) -> JobBudget:
         units={"phase2": phase2},
         time_factor=dp_time_factor("dprandp_private", nonprivate, phase2 + phase3),
     )
-    return _with_evaluation(budget, data.test, whole.forward)  # the EMA model, once at the end
-
-
-# --- DP transfer ----------------------------------------------------------------------------------
-def _transfer_network(feature_set, facts: Facts) -> tuple[networks.Flops, str] | None:
-    """The features' FLOPs per image and the network's shape; None for a checkpoint file."""
-    plan = facts.names["TRANSFER_PLAN"]
-    spec = plan.backbones[feature_set.backbone]
-    source, run = spec["from"], spec.get("run")
-    if source == "file":
-        return None
-    if source == "dprandp":
-        phase1 = facts.names["RANDP_PHASE1"]
-        name = facts.names["RANDP_PLAN"].main_init.name if run == "main" else run
-        hidden = facts.names["RANDP"]["phase1"].get("projection", {}).get("hidden", 4096)
-        model = phase1[name].model
-        flops = networks.wrn_features(model, feature_set.image_size, feature_set.recipe, hidden)
-        return flops, f"{model} {feature_set.image_size}px"
-    backbone = f"syn_vip_{run}" if source == "syn_vip" else run
-    mae = facts.mae_settings(backbone, feature_set.image_size)
-    return networks.mae_features(mae, feature_set.recipe), _shape(mae)
-
-
-def _transfer_features(job: WorkflowJob, facts: Facts) -> JobBudget:
-    feature_set = job.params["feature_set"]
-    data = facts.sizes.of(feature_set.dataset, job.params["dataset"])
-    found = _transfer_network(feature_set, facts)
-    if found is None:
-        return _unmodelled(job, "transfer_features", "a backbone from a checkpoint file: its shape is read at run time")
-    network, model = found
-    images = data.train * feature_set.views + data.test
-    return JobBudget(
-        job,
-        "transfer_features",
-        f"{model} {feature_set.recipe}",
-        None,
-        None,
-        None,
-        images * network.forward,
-        f"{feature_set.recipe} features of {data.train} x {feature_set.views} train views and {data.test} test images",
-        units={"image": network.forward},
-    )
-
-
-def _head_run(run, facts: Facts, dataset_specs: dict, job_type: str) -> tuple[int, int, float, str, float]:
-    """(FLOPs, steps, examples per step, model, FLOPs at the non-private rate) of one head or
-    probe run of a study."""
-    from dpvip.transfer.head import HeadSettings
-    from dpvip.transfer.private_probe import PrivateProbeSettings
-
-    features = run.features
-    data = facts.sizes.of(features.dataset, dataset_specs.get(features.dataset))
-    found = _transfer_network(features, facts)
-    if found is None:
-        raise DpvipInputError(f"backbone '{features.backbone}' is a checkpoint file: its width is not known")
-    width = found[0].width
-    if run.kind == "head":
-        from dpvip.selection import held_out_count
-
-        values = dict(run.settings)
-        validation = values.pop("validation", None)  # held out of training: the head trains on the rest
-        train = data.train - (held_out_count(data.train, validation["fraction"]) if validation else 0)
-        settings = HeadSettings(**values)
-        private, steps, per_step = settings.epsilon is not None, settings.steps, settings.batch_fraction * train
-    else:
-        settings = PrivateProbeSettings(**run.settings)
-        private, steps, per_step = settings.private, settings.steps, data.train
-    head = networks.linear_head(width, data.classes, private)
-    evaluation = data.test * head.forward
-    timed = steps * per_step * head.train
-    if private:
-        timed = (
-            DP_STEP_TIME_RATIOS[job_type] * steps * per_step * networks.linear_head(width, data.classes, False).train
-        )
-    flops = round(steps * per_step * head.train + evaluation)
-    return flops, steps, per_step, f"{width}->{data.classes}", timed + evaluation
-
-
-def job_type_of(study: str) -> str:
-    """A transfer study's job type: Mehta et al.'s heads or DP-RandP's private probe."""
-    return "mehta_heads" if study.startswith("mehta_") else "dprandp_probe"
-
-
-def _transfer_study(job: WorkflowJob, facts: Facts) -> JobBudget:
-    study = job.wildcards["study"]
-    job_type = job_type_of(study)
-    specs = facts.names["TRANSFER_CONFIG"].get("datasets", {})
-    runs = facts.names["TRANSFER_PLAN"].runs(study)  # the job takes their digest (runs_digest)
-    try:
-        counted = [_head_run(run, facts, specs, job_type) for run in runs]
-    except DpvipInputError as err:
-        return _unmodelled(job, job_type, str(err))
-    shapes = sorted({model for _, _, _, model, _ in counted})
-    flops = sum(flops for flops, *_ in counted)
-    timed = sum(timed for *_, timed in counted)
-    return JobBudget(
-        job,
-        job_type,
-        "linear " + ", ".join(shapes),
-        sum(steps for _, steps, _, _, _ in counted),
-        max((per_step for _, _, per_step, _, _ in counted), default=None),
-        None,
-        flops,
-        f"{len(runs)} head runs on cached features (steps x expected batch, per-example clipping when private)",
-        units={"study_run": flops / len(runs)} if runs else {},
-        time_factor=timed / flops if flops else 1.0,
-    )
-
-
-# --- the rest -------------------------------------------------------------------------------------
-def _unmodelled(job: WorkflowJob, job_type: str, why: str) -> JobBudget:
-    return JobBudget(job, job_type, "", how=why, unmodelled=why)
+    return with_evaluation(budget, data.test, whole.forward)  # the EMA model, once at the end
 
 
 GPU_RULES = {
@@ -462,8 +260,8 @@ GPU_RULES = {
     "evaluate": _evaluate,
     "dprandp_phase1": _phase1,
     "dprandp_private": _private,
-    "transfer_features": _transfer_features,
-    "transfer_study": _transfer_study,
+    "transfer_features": transfer_features,
+    "transfer_study": transfer_study,
 }
 
 
@@ -473,5 +271,5 @@ def estimate(job: WorkflowJob, facts: Facts) -> JobBudget:
     if job.rule in GPU_RULES:
         return GPU_RULES[job.rule](job, facts)
     if job.declares_gpu:
-        return _unmodelled(job, job.rule, f"no FLOP model for rule {job.rule}")
+        return unmodelled(job, job.rule, f"no FLOP model for rule {job.rule}")
     return JobBudget(job, CPU, "", how="CPU job (synthetic data, data, tables, figures, audits): no GPU FLOPs")

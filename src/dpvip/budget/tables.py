@@ -16,7 +16,7 @@ import pandas as pd
 import yaml
 
 from dpvip.budget import DP_STEP_TIME_RATIOS, PAPER_PEAK_TFLOPS, PEAK_TFLOPS, UTILISATION
-from dpvip.budget.estimates import CPU, JOB_TYPES, JobBudget
+from dpvip.budget.job_budget import CPU, JOB_TYPES, JobBudget
 from dpvip.budget.smoke import NO_SMOKE_RUN
 from dpvip.errors import DpvipInputError
 
