@@ -37,6 +37,22 @@ def test_a_finished_job_keeps_its_output_and_skips_teardown(tmp_path):
     assert not (tmp_path / "teardown").exists()  # atexit handlers, like the rest of teardown, are skipped
 
 
+def test_a_finished_job_leaves_no_temporary_directory_behind(tmp_path):
+    # as wandb does at import (timm imports it): one made at module level, one by a class
+    made = tmp_path / "made.txt"
+    done = run_job(
+        tmp_path,
+        "import tempfile\n"
+        f"module_level = tempfile.TemporaryDirectory('dpvip-test', dir={str(tmp_path)!r})\n"
+        f"class Holder: kept = tempfile.TemporaryDirectory('dpvip-test', dir={str(tmp_path)!r})\n"
+        f"open({str(made)!r}, 'w').write(module_level.name + ' ' + Holder.kept.name)",
+    )
+    assert done.returncode == 0, done.stderr
+    folders = made.read_text().split()
+    assert len(folders) == 2 and not any(Path(folder).exists() for folder in folders), folders
+    assert not (tmp_path / "teardown").exists()  # removed without the rest of teardown
+
+
 def test_a_finished_job_ends_its_log_with_its_exact_peak_rss(tmp_path):
     """The high-water mark, not a sample: 400 MB held for an instant (and freed) still counts;
     and the job's own, not its parent's."""
