@@ -94,11 +94,14 @@ def test_an_unknown_model_is_named(tmp_path, capsys, model):
 
 
 @pytest.mark.slow
-@pytest.mark.slow
-def test_two_processes_under_torchrun_match_one_process(reference_run, shaders_index, tmp_path):
+def test_two_processes_under_torchrun_match_one_process(reference_run, shaders_index, tmp_path, monkeypatch):
     settings = settings_file(tmp_path)
+    scratch = tmp_path / "tmp"  # the launcher's temporary directory: torchrun's log folder goes there
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
     done = run_dpvip(*pretrain(settings, shaders_index, tmp_path / "run", "--procs", "2"))
     assert done.returncode == 0, done.stderr[-3000:]
+    assert list(scratch.iterdir()) == []  # ... and nothing is left there (torchrun's torchelastic_* was)
     assert f"{tmp_path / 'run'}/model.pt: {STEPS} steps, 1024 images, 0 skipped" in done.stdout
     stored = record(tmp_path / "run")
     assert stored["world_size"] == 2 and stored["steps"] == STEPS and stored["images_seen"] == 1024

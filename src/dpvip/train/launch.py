@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,9 +75,15 @@ def run_torchrun(nproc: int, cli_args: list[str]) -> None:
     The checkout's library comes first on PYTHONPATH, so workflow jobs use the same code."""
     source = str(Path(dpvip.__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])))
-    command = torchrun_command(nproc, cli_args, slurm_rendezvous(env))
+    rendezvous = slurm_rendezvous(env)
+    command = torchrun_command(nproc, cli_args, rendezvous)
     print("launching:", " ".join(command), file=sys.stderr, flush=True)
-    process = subprocess.run(command, env=env, stdout=sys.stdout, stderr=sys.stderr)
+    # torchrun leaves its log folder (torchelastic_*) in the temporary directory: on this node
+    # it gets one of its own, removed afterwards (under srun the other nodes have no such path)
+    with tempfile.TemporaryDirectory(prefix="torchrun-") as scratch:
+        if rendezvous is None:
+            env["TMPDIR"] = scratch
+        process = subprocess.run(command, env=env, stdout=sys.stdout, stderr=sys.stderr)
     if process.returncode:
         raise RuntimeError(f"torchrun with {nproc} processes exited with status {process.returncode}")
 
