@@ -104,9 +104,9 @@ def exit_now() -> None:
     os._exit(0)
 
 
-def remove_temporary_directories() -> int:
-    """Remove every live `tempfile.TemporaryDirectory`, whose removal `exit_now` would skip;
-    returns how many. wandb (which timm imports where it is installed: img2dataset needs it)
+def remove_temporary_directories() -> None:
+    """Remove every live `tempfile.TemporaryDirectory`, whose removal `exit_now` would skip.
+    wandb (which timm imports where it is installed: img2dataset needs it)
     makes two at import, so without this every job left two folders in the system's
     temporary directory: 6,658 after one `make test`. A scan of the live objects: 0.1 s in
     a job that imported torch, timm and opacus."""
@@ -114,10 +114,9 @@ def remove_temporary_directories() -> int:
     import tempfile
 
     # type(), not isinstance: some live objects are lazy modules that warn when asked their class
-    found = [item for item in gc.get_objects() if type(item) is tempfile.TemporaryDirectory]
-    for directory in found:
-        directory.cleanup()
-    return len(found)
+    for item in gc.get_objects():
+        if type(item) is tempfile.TemporaryDirectory:
+            item.cleanup()
 
 
 LIBRARY_VARIABLE = "DPVIP_SRC"  # set by the Snakefile (rules/common.smk): its checkout's src/

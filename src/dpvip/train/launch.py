@@ -11,6 +11,7 @@ group (`dpvip.train.distributed`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -80,9 +81,10 @@ def run_torchrun(nproc: int, cli_args: list[str]) -> None:
     print("launching:", " ".join(command), file=sys.stderr, flush=True)
     # torchrun leaves its log folder (torchelastic_*) in the temporary directory: on this node
     # it gets one of its own, removed afterwards (under srun the other nodes have no such path)
-    with tempfile.TemporaryDirectory(prefix="torchrun-") as scratch:
-        if rendezvous is None:
-            env["TMPDIR"] = scratch
+    scratch = tempfile.TemporaryDirectory(prefix="torchrun-") if rendezvous is None else contextlib.nullcontext()
+    with scratch as folder:
+        if folder is not None:
+            env["TMPDIR"] = folder
         process = subprocess.run(command, env=env, stdout=sys.stdout, stderr=sys.stderr)
     if process.returncode:
         raise RuntimeError(f"torchrun with {nproc} processes exited with status {process.returncode}")
