@@ -243,12 +243,40 @@ def bound(device: str, tiny: bool) -> dict:
         clipping.bounded_clip_factors = original
     ratio = seen["ratio"]
     return {
+        **fused_ghost_check(device, tiny),
         "sixteen_bit_products_to_float32": clipping.sixteen_bit_products_to_float32(torch.device(device)),
         "cancelling_max_share_over_c": max(shares),
         "cancelling_cases": len(shares),
         "mae_norm_over_bound_min": float(ratio.min()),
         "mae_norm_over_bound_mean": float(ratio.mean()),
     }
+
+
+def fused_ghost_check(device: str, tiny: bool) -> dict:
+    """The fused ghost norm as the clipper runs it on the device (tuned on first use of each
+    shape), against float64 on test_rounding's cancelling and random tokens at ViP's layer
+    shapes: the worst |N^2 - ||W||^2| / (e S^2) and exact S / enlarged S (both at most 1)."""
+    from test_rounding import GHOST_SHAPES, cancelling_example, random_example
+
+    from dpvip.privacy.fused_ghost import fused_ghost_runs_on, fused_ghost_squared_norms
+    from dpvip.privacy.rounding import ghost_bound, token_norm_sum_margin
+
+    if not fused_ghost_runs_on(device):
+        return {"fused_ghost": "does not run here"}
+    errors, norm_sums = [], []
+    shapes = [(8, 16, 16)] if tiny else GHOST_SHAPES + [(197, 512, 2048), (50, 768, 3072)]
+    for tokens, fan_in, fan_out in shapes:
+        for a, g in [cancelling_example(tokens, s, fan_in, fan_out) for s in (1.0, 2.0**13, 2.0**-13)] + [
+            random_example(tokens, 0, fan_in, fan_out)
+        ]:
+            a, g = a.bfloat16().to(device), g.bfloat16().to(device)
+            squared, norm_sum = fused_ghost_squared_norms(a, g)
+            _, e, _ = ghost_bound(a, g, norm_sum)
+            enlarged = norm_sum * token_norm_sum_margin(a, g)
+            exact = torch.einsum("bto,bti->boi", g.double(), a.double()).square().sum((1, 2))
+            errors.append(float(((squared - exact).abs() / (e * enlarged.square())).max()))
+            norm_sums.append(float(((a.double().norm(dim=2) * g.double().norm(dim=2)).sum(1) / enlarged).max()))
+    return {"fused_error_over_bound_max": max(errors), "fused_exact_s_over_enlarged_max": max(norm_sums)}
 
 
 def noise_kernel(device: str, tiny: bool) -> dict:

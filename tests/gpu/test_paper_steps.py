@@ -31,6 +31,8 @@ def test_the_tiny_paper_steps_run_every_job_type(tmp_path):
     bound = report["bound"]
     assert bound["cancelling_cases"] == 9 and bound["cancelling_max_share_over_c"] <= 1.0
     assert 0.99 <= bound["mae_norm_over_bound_min"] <= 1.0
+    # the fused ghost norm (interpreted) within the bound's error term, its S never below the exact
+    assert bound["fused_error_over_bound_max"] <= 1.0 and bound["fused_exact_s_over_enlarged_max"] <= 1.0
     # every DP job type's step timed beside its non-private step (times are not asserted)
     assert set(report["ratios"]) == {"dp_mae 4", "dp_finetune 4", "dprandp_private", "linear_head"}
     assert {row["examples"] for row in report["ratios"].values()} == {8, 32}

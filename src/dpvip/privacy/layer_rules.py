@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from opacus.grad_sample import GradSampleModule
 from torch import nn
 
+from dpvip.privacy.fused_ghost import fused_ghost_runs_on, fused_ghost_squared_norms
 from dpvip.privacy.rounding import SIXTEEN_BIT, ghost_bound, round_down
 
 CLIP_EPSILON = 1e-6  # opacus' guard against division by a zero norm
@@ -106,7 +107,7 @@ def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor, wide: bool = False) ->
 
     The Grams are float32 (16-bit operands on tensor cores, `float32_bmm`); with `wide`, their
     entrywise products (float32, rounded once) are summed in float64, as the bounded clip
-    assumes."""
+    assumes. (16-bit operands on a GPU take one fused kernel instead: `_token_squared_norms`.)"""
     tokens = a.shape[1]
     blocks = _gram_blocks(a)
     batch = a.shape[0]
@@ -148,10 +149,16 @@ def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, cal
     squared = []
     if layer.weight.requires_grad:
         if tokens * (fan_in + fan_out) < fan_in * fan_out:
-            squared.append(ghost_squared_norms(a, g, wide=call.bounded))
             call.parts["weight"] = ("ghost", a, g)
-            if call.bounded:
-                call.ghost_bounds.append(ghost_bound(a, g))
+            if a.dtype in SIXTEEN_BIT and fused_ghost_runs_on(a.device.type):
+                # one kernel: the Grams' tiles never leave the chip, S from their diagonals
+                squared_norms, norm_sum = fused_ghost_squared_norms(a, g)
+                squared.append(squared_norms)
+                call.ghost_bounds.append(ghost_bound(a, g, norm_sum))
+            else:
+                squared.append(ghost_squared_norms(a, g, wide=call.bounded))
+                if call.bounded:
+                    call.ghost_bounds.append(ghost_bound(a, g))
         else:
             squared.append(_formed(call, "weight", float32_bmm(g.transpose(1, 2), a)))
     if layer.bias is not None and layer.bias.requires_grad:

@@ -93,8 +93,16 @@ def token_norm_sum(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, floa
     (examples, tokens, features)."""
     alpha = torch.linalg.vector_norm(a, dim=2, dtype=torch.float32)
     beta = torch.linalg.vector_norm(g, dim=2, dtype=torch.float32)
-    margin = (1 - gamma(a.shape[2] + 1)) * (1 - gamma(g.shape[2] + 1)) * (1 - gamma(a.shape[1] + 1))
-    return torch.linalg.vecdot(alpha, beta), 1 / margin
+    return torch.linalg.vecdot(alpha, beta), token_norm_sum_margin(a, g)
+
+
+def token_norm_sum_margin(a: torch.Tensor, g: torch.Tensor) -> float:
+    """1 / (1 - gamma_{in+1})(1 - gamma_{out+1})(1 - gamma_{T+1}) (float32 units, doubled):
+    S summed in float32 times this is never below the exact S. It also covers S from float32
+    sums of squares whose square roots, products and sum are float64 (the fused ghost norm):
+    there each ||a_t||^2 is at least (1 - gamma_in) of its value, so its root at least
+    sqrt(1 - gamma_in) >= 1 - gamma_in, and the float64 work errs below 2^-40 relative."""
+    return 1 / ((1 - gamma(a.shape[2] + 1)) * (1 - gamma(g.shape[2] + 1)) * (1 - gamma(a.shape[1] + 1)))
 
 
 def round_down(factors: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -104,12 +112,16 @@ def round_down(factors: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.where(above, (rounded.view(torch.int16) - 1).view(dtype), rounded)
 
 
-def ghost_bound(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, float, float]:
-    """(S per example in float32, e, r) for a ghost-norm layer (items 1 and 2 above): e S^2 is
-    the most rounding can take from its squared norm, r S^2 the squared most that rounding the
-    scaled operand can add to its unscaled share (the bound on S's own rounding folded into
-    both). Per layer only S costs device work: e and r are numbers, and `bound_terms` sums
-    every layer's at once."""
+def ghost_bound(
+    a: torch.Tensor, g: torch.Tensor, norm_sum: torch.Tensor | None = None
+) -> tuple[torch.Tensor, float, float]:
+    """(S per example, e, r) for a ghost-norm layer (items 1 and 2 above): e S^2 is the most
+    rounding can take from its squared norm, r S^2 the squared most that rounding the scaled
+    operand can add to its unscaled share (the bound on S's own rounding folded into both).
+    Per layer only S costs device work: e and r are numbers, and `bound_terms` sums every
+    layer's at once. `norm_sum`: S as the fused ghost norm computes it (from float32 sums
+    of squares, square roots and sums in float64: within the same enlargement), else it is
+    summed here in float32."""
     tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
     errs = product_error(a.dtype, a.device.type)
     g_in = (1 + errs) * (1 + gamma(fan_in)) - 1
@@ -117,7 +129,10 @@ def ghost_bound(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, float, 
     eps = (1 + g_in) * (1 + g_out) * (1 + 2.0**-24) * (1 + gamma(tokens * tokens + 1, FLOAT64_UNIT)) - 1
     u_scale = _UNIT_ROUNDOFF[a.dtype]  # the scaled operand (a's or g's: one dtype) rounds once
     share = (1 + u_scale) * (1 + errs) * (1 + gamma(tokens)) - 1
-    norm_sum, enlarge = token_norm_sum(a, g)
+    if norm_sum is None:
+        norm_sum, enlarge = token_norm_sum(a, g)
+    else:
+        enlarge = token_norm_sum_margin(a, g)
     return norm_sum, eps * enlarge**2, (share * enlarge) ** 2
 
 
@@ -127,8 +142,11 @@ def bound_terms(ghosts: list, formed: list, like: torch.Tensor) -> tuple[torch.T
     whatever the number of layers. `like`: a per-example float64 tensor (device, shape)."""
     errors, roundings = torch.zeros_like(like), torch.zeros_like(like)
     if ghosts:
-        squares = torch.stack([norm_sum for norm_sum, _, _ in ghosts]).double().square()
-        coefficients = torch.tensor([[e, r] for _, e, r in ghosts], dtype=torch.float64, device=like.device)
+        squares = torch.stack([norm_sum.double() for norm_sum, _, _ in ghosts]).square()
+        coefficients = torch.tensor([[e, r] for _, e, r in ghosts], dtype=torch.float64)
+        if like.is_cuda:  # from pinned memory, so the copy does not wait for the device
+            coefficients = coefficients.pin_memory()
+        coefficients = coefficients.to(like.device, non_blocking=True)
         errors, roundings = (coefficients.T @ squares).unbind(0)
     if formed:
         roundings = roundings + FORMED_ROUNDING**2 * torch.stack(formed).sum(0)

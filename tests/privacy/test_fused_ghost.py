@@ -1,0 +1,136 @@
+"""The fused ghost-norm kernel (`dpvip.privacy.fused_ghost`), run on CPU by Triton's
+interpreter in a subprocess (the interpreter is chosen when Triton compiles, from the
+environment): against float64 within the clip bound's own error term, for every tile shape,
+on shapes whose tokens do not fill the tiles and on cancelling tokens; the tuned kernel
+after it has timed its tile shapes; and the clipper using it under bf16 autocast. The GPU
+check (tests/gpu/dp_speed.py's `bound`) runs the compiled kernel on the device."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+
+SCRIPT = """
+import json, sys, torch
+sys.path.insert(0, {tests!r})
+from test_rounding import cancelling_example, random_example
+from dpvip.privacy import gram_kernel
+from dpvip.privacy.fused_ghost import fused_ghost_squared_norms
+from dpvip.privacy.rounding import ghost_bound, token_norm_sum_margin
+
+def exact(a, g):
+    return torch.einsum("bto,bti->boi", g.double(), a.double()).square().sum((1, 2))
+
+def exact_norm_sum(a, g):
+    return (a.double().norm(dim=2) * g.double().norm(dim=2)).sum(1)
+
+def worst(a, g, **run):
+    # (|N^2 - ||W||^2| over the bound's term e S^2, exact S over the enlarged S, kernel S over
+    # exact S - 1), each the worst example; S (the kernel's) enlarged as the clipper does
+    squared, norm_sum = fused_ghost_squared_norms(a, g, **run)
+    _, e, _ = ghost_bound(a, g, norm_sum)
+    enlarged = norm_sum * token_norm_sum_margin(a, g)
+    return [float(((squared - exact(a, g)).abs() / (e * enlarged.square())).max()),
+            float((exact_norm_sum(a, g) / enlarged).max()),
+            float((norm_sum / exact_norm_sum(a, g) - 1).abs().max())]
+
+out = {{"configs": [], "tuned": {{}}}}
+torch.manual_seed(0)
+cases = [("bf16 50x40x70", torch.randn(3, 50, 40).bfloat16(), torch.randn(3, 50, 70).bfloat16()),
+         ("fp16 97x64x33", torch.randn(2, 97, 64).half(), torch.randn(2, 97, 33).half()),
+         ("bf16 5x16x16", torch.randn(2, 5, 16).bfloat16(), torch.randn(2, 5, 16).bfloat16()),
+         ("bf16 strided", torch.randn(2, 60, 50).bfloat16().transpose(1, 2), torch.randn(2, 60, 30).bfloat16()[:, :50])]
+for seed, scale in ((0, 1.0), (1, 2.0**13), (2, 2.0**-13)):
+    a, g = cancelling_example(64, scale, 256, 192, seed)
+    cases.append((f"cancelling x{{scale}}", a.bfloat16(), g.bfloat16()))
+a, g = random_example(96, fan_in=128, fan_out=96)
+cases.append(("random 96x128x96", a.bfloat16(), g.bfloat16()))
+for name, a, g in cases:
+    for config in gram_kernel.CONFIGS:
+        out["configs"].append([name, config.kwargs, *worst(a, g, kernel=gram_kernel.ghost_norm_tiles, **config.kwargs)])
+
+calls = []
+def later_is_faster(run, quantiles):  # the last tile shape timed wins: a 64-token one
+    run()
+    calls.append(1)
+    return [1.0 / len(calls)] * 3
+
+a, g = torch.randn(3, 97, 40).bfloat16(), torch.randn(3, 97, 30).bfloat16()
+for label, reset in (("reset", ["out_ptr"]), ("no_reset", [])):
+    calls.clear()
+    tuner = gram_kernel.tuned(later_is_faster)
+    tuner.reset_to_zero = reset
+    got, norm_sum = fused_ghost_squared_norms(a, g, kernel=tuner)
+    out["tuned"][label] = {{"relative_error": float(((got / exact(a, g)) - 1).abs().max()),
+                           "norm_sum_relative_error": float((norm_sum / exact_norm_sum(a, g) - 1).abs().max()),
+                           "chosen": tuner.best_config.kwargs}}
+print(json.dumps(out))
+"""
+
+CLIPPER = """
+import json, sys, torch
+sys.path.insert(0, {tests!r})
+from test_rounding import cancelling_example, clipped_share, random_example
+from dpvip.privacy import fused_ghost, layer_rules
+calls = []
+original = fused_ghost.fused_ghost_squared_norms
+layer_rules.fused_ghost_squared_norms = lambda a, g: calls.append(a.shape) or original(a, g)
+shares = []
+for scale in (1.0, 2.0**13, 2.0**-13):
+    a, g = cancelling_example(64, scale, 256, 192)
+    share, norm = clipped_share(a, g, 1e-3 * scale)
+    shares.append(float(torch.linalg.norm(share)) / (1e-3 * scale))
+a, g = random_example(64, fan_in=256, fan_out=192)
+share, norm = clipped_share(a, g, 1e-3)
+random_share = float(torch.linalg.norm(share)) / 1e-3
+print(json.dumps({{"shares_over_c": shares, "random_share_over_c": random_share, "fused_calls": len(calls)}}))
+"""
+
+
+def interpreted(script: str) -> dict:
+    tests = str(Path(__file__).parent)
+    environment = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run(
+        [sys.executable, "-c", script.format(tests=tests)], capture_output=True, text=True, env=environment, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def kernel_results() -> dict:
+    return interpreted(SCRIPT)
+
+
+def test_every_tile_shape_is_within_the_clip_bounds_error_term(kernel_results):
+    # |N^2 - ||W||^2| <= e S^2 (`rounding.ghost_bound`, item 1) for every config and case,
+    # including cancelling tokens (||W|| ~ S / 2^11) at activations x 2^13 and x 2^-13; S
+    # from the Grams' diagonals, enlarged, is never below the exact S, and is S to float32.
+    assert len(kernel_results["configs"]) == 8 * 4
+    for name, config, error_over_bound, exact_over_enlarged, norm_sum_error in kernel_results["configs"]:
+        assert error_over_bound <= 1.0, (name, config, error_over_bound)
+        assert exact_over_enlarged <= 1.0, (name, config, exact_over_enlarged)
+        assert norm_sum_error < 1e-5, (name, config, norm_sum_error)
+
+
+def test_the_tuned_kernel_leaves_no_stale_tiles(kernel_results):
+    # The tuner times a 32-token tile shape first and keeps a 64-token one: without zeroing
+    # `out` after the timed runs, the 32-token tiles would stay in it and the sum be wrong.
+    tuned = kernel_results["tuned"]
+    assert tuned["reset"]["chosen"]["BLOCK_T"] == 64
+    assert tuned["reset"]["relative_error"] < 1e-6
+    assert tuned["reset"]["norm_sum_relative_error"] < 1e-6
+    assert tuned["no_reset"]["relative_error"] > 0.5  # the control: the check can fail
+    assert tuned["no_reset"]["norm_sum_relative_error"] > 0.5
+
+
+def test_the_clipper_uses_it_and_keeps_each_share_within_c():
+    result = interpreted(CLIPPER)
+    assert result["fused_calls"] == 4  # one ghost-norm layer, four inputs
+    assert max(result["shares_over_c"]) <= 1.0  # cancelling tokens: ~0.02 C, as on the GPU
+    assert result["random_share_over_c"] >= 0.95  # random tokens: clipped to about C, not to nothing
