@@ -53,6 +53,7 @@ Refused, each with a one-line `DpvipInputError` naming the layer by its name in 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 
@@ -189,8 +190,10 @@ class ClippedGradientSum:
         call.output, call.backprops = None, backprops
         call.bounded = self._bounded or backprops.dtype in SIXTEEN_BIT
         # The rules choose their own precision (float32 accumulation, float64 norm sums where
-        # bounded): autocast must not recast their products.
-        with torch.autocast(backprops.device.type, enabled=False):
+        # bounded): autocast must not recast their products. (A GPU's backward pass runs on
+        # autograd's device thread, where autocast is off: no context to enter, per layer.)
+        device = backprops.device.type
+        with torch.autocast(device, enabled=False) if torch.is_autocast_enabled(device) else contextlib.nullcontext():
             call.squared = self._layer_rules[layer][0](layer, call)
         call.activations = call.backprops = None  # `parts` keeps what the sum needs
 

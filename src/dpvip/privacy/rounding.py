@@ -47,6 +47,8 @@ seeded run there stays bit-identical.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 ACCUMULATION_UNIT = 2.0**-23  # float32 accumulation, doubled for truncating tensor cores
@@ -102,7 +104,11 @@ def token_norm_sum_margin(a: torch.Tensor, g: torch.Tensor) -> float:
     sums of squares whose square roots, products and sum are float64 (the fused ghost norm):
     there each ||a_t||^2 is at least (1 - gamma_in) of its value, so its root at least
     sqrt(1 - gamma_in) >= 1 - gamma_in, and the float64 work errs below 2^-40 relative."""
-    return 1 / ((1 - gamma(a.shape[2] + 1)) * (1 - gamma(g.shape[2] + 1)) * (1 - gamma(a.shape[1] + 1)))
+    return _norm_sum_margin(a.shape[1], a.shape[2], g.shape[2])
+
+
+def _norm_sum_margin(tokens: int, fan_in: int, fan_out: int) -> float:
+    return 1 / ((1 - gamma(fan_in + 1)) * (1 - gamma(fan_out + 1)) * (1 - gamma(tokens + 1)))
 
 
 def round_down(factors: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -123,17 +129,23 @@ def ghost_bound(
     of squares, square roots and sums in float64: within the same enlargement), else it is
     summed here in float32."""
     tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
-    errs = product_error(a.dtype, a.device.type)
+    errors, roundings = _ghost_coefficients(tokens, fan_in, fan_out, a.dtype, product_error(a.dtype, a.device.type))
+    if norm_sum is None:
+        norm_sum, _ = token_norm_sum(a, g)  # its enlargement is the one folded into e and r
+    return norm_sum, errors, roundings
+
+
+@functools.lru_cache(maxsize=4096)
+def _ghost_coefficients(tokens: int, fan_in: int, fan_out: int, dtype: torch.dtype, errs: float) -> tuple:
+    """(e, r) of `ghost_bound` for one layer shape and precision: numbers, worked out once per
+    shape (a step asks for them once per layer and micro-batch)."""
     g_in = (1 + errs) * (1 + gamma(fan_in)) - 1
     g_out = (1 + errs) * (1 + gamma(fan_out)) - 1
     eps = (1 + g_in) * (1 + g_out) * (1 + 2.0**-24) * (1 + gamma(tokens * tokens + 1, FLOAT64_UNIT)) - 1
-    u_scale = _UNIT_ROUNDOFF[a.dtype]  # the scaled operand (a's or g's: one dtype) rounds once
+    u_scale = _UNIT_ROUNDOFF[dtype]  # the scaled operand (a's or g's: one dtype) rounds once
     share = (1 + u_scale) * (1 + errs) * (1 + gamma(tokens)) - 1
-    if norm_sum is None:
-        norm_sum, enlarge = token_norm_sum(a, g)
-    else:
-        enlarge = token_norm_sum_margin(a, g)
-    return norm_sum, eps * enlarge**2, (share * enlarge) ** 2
+    enlarge = _norm_sum_margin(tokens, fan_in, fan_out)
+    return eps * enlarge**2, (share * enlarge) ** 2
 
 
 def bound_terms(ghosts: list, formed: list, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
