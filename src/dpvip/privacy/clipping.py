@@ -12,7 +12,8 @@ pass, once every norm is known. From activations and backprops, per layer:
 - Linear layers (most of a ViT's parameters), with T tokens, `in` inputs and `out` outputs:
   when T (in + out) < in * out, each example's squared weight-gradient norm ||G_i^T A_i||^2
   is computed as <A_i A_i^T, G_i G_i^T> (the "ghost norm", T^2 (in + out) operations instead
-  of T in out; about half of that, as both Grams are symmetric: `ghost_squared_norms`) and the
+  of T in out; about half of that, as both Grams are symmetric: `ghost_squared_norms`, or on
+  a GPU with 16-bit operands one fused kernel, `fused_ghost`) and the
   clipped sum is one matmul, (c * G)^T A, as in Bu et al.'s book-keeping clipping. Otherwise
   the per-example gradients are formed, which then costs no more memory than the activations
   and backprops they replace, and the clipped sum is their weighted sum.
@@ -194,7 +195,8 @@ class ClippedGradientSum:
         # autograd's device thread, where autocast is off: no context to enter, per layer.)
         device = backprops.device.type
         with torch.autocast(device, enabled=False) if torch.is_autocast_enabled(device) else contextlib.nullcontext():
-            call.squared = self._layer_rules[layer][0](layer, call)
+            # (formed parts' norms, where bounded, are kept aside in `call.formed_norms`)
+            call.squared = [part for part in self._layer_rules[layer][0](layer, call) if part is not None]
         call.activations = call.backprops = None  # `parts` keeps what the sum needs
 
     def add(self, per_example_losses: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -246,13 +248,14 @@ class ClippedGradientSum:
         torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True)
         # A layer the loss did not use has no backprops and contributes nothing.
         for layer, call in calls:
-            self._check_rows(layer, call.squared, examples)
+            self._check_rows(layer, call.squared + call.formed_norms, examples)
         squared = [part for _, call in calls for part in call.squared]  # in forward order, as before
-        if not squared:
+        formed = [part for _, call in calls for part in call.formed_norms]
+        if not squared and not formed:
             norms = torch.zeros(examples, device=losses.device)
             factors = clip_factors(norms, self.clip_norm)
         elif any(call.bounded for _, call in calls):
-            norms, factors = self._bounded_factors(calls, squared)
+            norms, factors = self._bounded_factors(calls, squared, formed)
         else:  # a ghost norm of cancelling tokens can round below zero
             norms = torch.stack(squared).sum(0).clamp_(min=0).sqrt()
             factors = clip_factors(norms, self.clip_norm)
@@ -264,16 +267,19 @@ class ClippedGradientSum:
                 call.parts = {}
         return norms
 
-    def _bounded_factors(self, calls: list, squared: list) -> tuple[torch.Tensor, torch.Tensor]:
+    def _bounded_factors(self, calls: list, squared: list, formed: list) -> tuple[torch.Tensor, torch.Tensor]:
         """(norms, clip factors) where products ran in reduced precision: the factors bound
-        each example's share by C whatever the rounding (`dpvip.privacy.rounding`)."""
-
-        def summed(parts: list) -> torch.Tensor:  # one stack and one sum: few kernel launches
-            return torch.stack(parts).sum(0) if parts else torch.zeros_like(squared[0], dtype=torch.float64)
-
-        total = summed([part.double() for part in squared]).clamp_(min=0)
+        each example's share by C whatever the rounding (`dpvip.privacy.rounding`).
+        `squared`: the ghost parts' squared norms; `formed`: the formed parts' norms."""
+        like = (squared or formed)[0]
+        # one stack and one sum each: a few launches whatever the number of layers
+        total = torch.stack([part.double() for part in squared]).sum(0) if squared else torch.zeros_like(like)
+        formed_squares = torch.stack(formed).square_().sum(0) if formed else None
+        if formed_squares is not None:
+            total = total + formed_squares
+        total = total.clamp_(min=0)
         ghosts = [bound for _, call in calls for bound in call.ghost_bounds]
-        errors, roundings = bound_terms(ghosts, [part for _, call in calls for part in call.formed_squares], total)
+        errors, roundings = bound_terms(ghosts, formed_squares, total)
         return total.sqrt().float(), bounded_clip_factors(total, errors, roundings, self.clip_norm)
 
     def _check_unseen_uses(self, losses: torch.Tensor) -> None:

@@ -28,11 +28,15 @@ SMALLEST_TILE = 32  # the least BLOCK_T of `gram_kernel.CONFIGS`: `out` has room
 
 @functools.cache
 def fused_ghost_runs_on(device_type: str) -> bool:
-    """Whether the fused kernel runs on `device_type`: CUDA with Triton installed (and CPU
-    under Triton's interpreter, TRITON_INTERPRET=1, which the tests use)."""
+    """Whether the fused kernel runs on `device_type`: a CUDA GPU with bf16 tensor cores
+    (compute capability 8.0 and later, where Triton's `tl.dot` takes bf16) and Triton
+    installed, and CPU under Triton's interpreter (TRITON_INTERPRET=1, which the tests use).
+    Elsewhere the clipper keeps its batched matrix products."""
     if importlib.util.find_spec("triton") is None:
         return False
-    return device_type == "cuda" or (device_type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")
+    if device_type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+    return device_type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def fused_ghost_squared_norms(

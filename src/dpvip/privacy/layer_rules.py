@@ -40,7 +40,7 @@ class _Call:
     squared: list = field(default_factory=list)  # per-example squared norms, per parameter
     bounded: bool = False  # reduced-precision products: what the clip bound needs is kept
     ghost_bounds: list = field(default_factory=list)  # (S, e, r) per ghost-norm part (`rounding.ghost_bound`)
-    formed_squares: list = field(default_factory=list)  # the squared norms of formed parts
+    formed_norms: list = field(default_factory=list)  # bounded: formed parts' norms, squared together
     parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter
 
 
@@ -55,11 +55,10 @@ def _operand_dtype(backprops: torch.Tensor) -> torch.dtype:
     return backprops.dtype if backprops.dtype in SIXTEEN_BIT else torch.float32
 
 
-def _squares(per_example: torch.Tensor, wide: bool = False) -> torch.Tensor:
-    """Per-example squared L2 norms, in one fused reduction (no squared temporary); summed
-    in float64 where `wide` (the bounded clip needs them to the last bits)."""
+def _squares(per_example: torch.Tensor) -> torch.Tensor:
+    """Per-example squared L2 norms, in one fused reduction (no squared temporary)."""
     flat = per_example.reshape(per_example.shape[0], -1)
-    return torch.linalg.vector_norm(flat, dim=1, dtype=torch.float64 if wide else None).square()
+    return torch.linalg.vector_norm(flat, dim=1).square()
 
 
 @functools.cache
@@ -135,8 +134,10 @@ def _gram_blocks(a: torch.Tensor) -> int:
     """How many blocks a ghost norm cuts its tokens into: about T / GRAM_BLOCK_TOKENS, except
     float32 operands on CUDA, whose Grams run fastest whole (fewer launches). Measured on an
     H200 (ViP-Base, batch 512 in micro-batches of 256): fp32 1.20x -> 1.15x the non-private
-    step whole; bf16 stays in blocks, since torch 2.11 runs its float32-output batched
-    products on a slow kernel whose time follows the products' size (whole: 2.0x, blocks: 1.55x)."""
+    step whole. 16-bit operands on CUDA take the fused kernel where Triton is installed
+    (`_token_squared_norms`); without it they stay in blocks, since torch 2.11 runs their
+    float32-output batched products on a slow kernel whose time follows the products' size
+    (whole: 2.0x, blocks: 1.55x)."""
     if a.device.type == "cuda" and a.dtype not in SIXTEEN_BIT:
         return 1
     return max(1, round(a.shape[1] / GRAM_BLOCK_TOKENS))
@@ -166,13 +167,16 @@ def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, cal
     return squared
 
 
-def _formed(call: _Call, name: str, per_example: torch.Tensor) -> torch.Tensor:
-    """Keeps a formed per-example gradient (float32) for the sum; its squared norms."""
+def _formed(call: _Call, name: str, per_example: torch.Tensor) -> torch.Tensor | None:
+    """Keeps a formed per-example gradient (float32) for the sum; its squared norms. Where
+    bounded, its norms (summed in float64) go to `call.formed_norms` instead, and None is
+    returned: the clipper squares every layer's at once (one launch, not one a part)."""
     call.parts[name] = ("formed", per_example)
-    squared = _squares(per_example, wide=call.bounded)
-    if call.bounded:
-        call.formed_squares.append(squared)
-    return squared
+    if not call.bounded:
+        return _squares(per_example)
+    flat = per_example.reshape(per_example.shape[0], -1)
+    call.formed_norms.append(torch.linalg.vector_norm(flat, dim=1, dtype=torch.float64))
+    return None
 
 
 def _linear_squared_norms(layer: nn.Linear, call: _Call) -> list:
@@ -240,8 +244,12 @@ def _sampled_squared_norms(layer: nn.Module, call: _Call) -> torch.Tensor:
     """Per-example gradients from opacus' grad sampler for the layer's type."""
     sampler = GradSampleModule.GRAD_SAMPLERS[type(layer)]
     per_example = sampler(layer, [call.activations], call.backprops)
-    # Per row, then summed over an example's views (the backprops already carry the 1 / K).
-    grads = {param: grad.float().unflatten(0, (-1, call.views)).sum(1) for param, grad in per_example.items()}
+    # Per row, then summed over an example's views (the backprops already carry the 1 / K);
+    # one view's sum is the row itself: no copy.
+    grads = {
+        param: grad.float() if call.views == 1 else grad.float().unflatten(0, (-1, call.views)).sum(1)
+        for param, grad in per_example.items()
+    }
     return [_formed(call, param, grad) for param, grad in grads.items()]
 
 

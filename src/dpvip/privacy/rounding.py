@@ -23,7 +23,11 @@ Then, per example:
    (1 + g_in)(1 + g_out)(1 + 2^-24)(1 + gamma64_{T^2+1}) - 1, g_n = (1 + product_error)(1 +
    gamma_n) - 1: each Gram entry errs by at most g_n ||a_s|| ||a_t|| (Cauchy-Schwarz), and
    sum_{s,t} alpha_s alpha_t beta_s beta_t = S^2. S itself is summed in float32 and enlarged
-   by its own rounding bound, so it is never below the true S.
+   by its own rounding bound, so it is never below the true S. On a GPU, 16-bit operands
+   take one fused kernel (`dpvip.privacy.fused_ghost`): the same float32 Gram entries, their
+   products exact in float64 (so the 2^-24 above is slack), and S from the Grams' diagonals
+   (float32 sums of squares, each at least (1 - g_n) of its value; roots and sums in
+   float64), within the same enlargement.
 2. The clipped sum multiplies the rounded scaled operand fl(c g_t) (or fl(c a_t)) by the other
    one: the example's share differs from c W by at most r = c S ((1 + u_scale)(1 +
    product_error)(1 + gamma_T) - 1) in Frobenius norm (triangle inequality over tokens), with
@@ -148,20 +152,24 @@ def _ghost_coefficients(tokens: int, fan_in: int, fan_out: int, dtype: torch.dty
     return eps * enlarge**2, (share * enlarge) ** 2
 
 
-def bound_terms(ghosts: list, formed: list, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def bound_terms(
+    ghosts: list, formed_squares: torch.Tensor | None, like: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(errors, roundings) per example (float64), summed over every ghost layer's
-    (S, e, r) of `ghost_bound` and every formed part's squared norm (item 3), in a few kernels
-    whatever the number of layers. `like`: a per-example float64 tensor (device, shape)."""
+    (S, e, r) of `ghost_bound`, and from the formed parts' squared norms summed over parts
+    (`formed_squares`, item 3), in a few kernels whatever the number of layers. `like`: a
+    per-example float64 tensor (device, shape)."""
     errors, roundings = torch.zeros_like(like), torch.zeros_like(like)
     if ghosts:
-        squares = torch.stack([norm_sum.double() for norm_sum, _, _ in ghosts]).square()
+        # S is float32 (summed here) or float64 (the fused kernel's): one stack, one cast
+        squares = torch.stack([norm_sum for norm_sum, _, _ in ghosts]).double().square()
         coefficients = torch.tensor([[e, r] for _, e, r in ghosts], dtype=torch.float64)
         if like.is_cuda:  # from pinned memory, so the copy does not wait for the device
             coefficients = coefficients.pin_memory()
         coefficients = coefficients.to(like.device, non_blocking=True)
         errors, roundings = (coefficients.T @ squares).unbind(0)
-    if formed:
-        roundings = roundings + FORMED_ROUNDING**2 * torch.stack(formed).sum(0)
+    if formed_squares is not None:
+        roundings = roundings + FORMED_ROUNDING**2 * formed_squares
     return errors, roundings
 
 
