@@ -274,7 +274,7 @@ def fused_ghost_check(device: str, tiny: bool) -> dict:
             _, e, _ = ghost_bound(a, g, norm_sum)
             enlarged = norm_sum * token_norm_sum_margin(a, g)
             exact = torch.einsum("bto,bti->boi", g.double(), a.double()).square().sum((1, 2))
-            errors.append(float(((squared - exact).abs() / (e * enlarged.square())).max()))
+            errors.append(float(((squared - exact).abs() / (e * norm_sum.square())).max()))  # as `bound_terms`
             norm_sums.append(float(((a.double().norm(dim=2) * g.double().norm(dim=2)).sum(1) / enlarged).max()))
     return {"fused_error_over_bound_max": max(errors), "fused_exact_s_over_enlarged_max": max(norm_sums)}
 

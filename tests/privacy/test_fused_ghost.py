@@ -31,11 +31,11 @@ def exact_norm_sum(a, g):
 
 def worst(a, g, **run):
     # (|N^2 - ||W||^2| over the bound's term e S^2, exact S over the enlarged S, kernel S over
-    # exact S - 1), each the worst example; S (the kernel's) enlarged as the clipper does
+    # exact S - 1), each the worst example; e carries S's enlargement, as in the clipper
     squared, norm_sum = fused_ghost_squared_norms(a, g, **run)
     _, e, _ = ghost_bound(a, g, norm_sum)
     enlarged = norm_sum * token_norm_sum_margin(a, g)
-    return [float(((squared - exact(a, g)).abs() / (e * enlarged.square())).max()),
+    return [float(((squared - exact(a, g)).abs() / (e * norm_sum.square())).max()),  # as `bound_terms`
             float((exact_norm_sum(a, g) / enlarged).max()),
             float((norm_sum / exact_norm_sum(a, g) - 1).abs().max())]
 
