@@ -4,7 +4,8 @@ bound, kept apart from the job steps:
 - `bench_shapes`: `dpvip bench dp-step` at ViP-Base 224 px in bf16 and fp32, batch 512 in
   micro-batches of 256 and batch 256 in micro-batches of 128 (nonprivate, ours, opacus
   ghost clipping), then the `paper` preset (batch 2,048 in micro-batches of 256, bf16); with
-  `before` (a copy of an earlier src/), ours of that source at bf16 512 / 256 beside it.
+  `before` (a copy of an earlier src/), ours of that source and of this one at bf16 512 /
+  256 in three alternating pairs of processes (`before_after`).
 - `job_ratios`: for each DP job type's network at paper shape, one DP step (`DPStep`, as the
   jobs take it) against the non-private step of the same batch: the time ratio the compute
   budget uses (`dpvip.budget.DP_STEP_TIME_RATIOS`) and the peak memory the paper config's
@@ -83,13 +84,28 @@ def bench_shapes(
     full["paper"] = record
     records["paper"] = _summary(record)
     if before is not None:
-        precision, batch, micro = shapes[0]
-        shape = [*model, "--batch", str(batch), "--micro-batch", str(micro), "--precision", precision]
-        old = run_bench([*shape, "--device", device, "--rounds", "3", "--methods", "nonprivate", "ours"], before)
-        records[f"before {precision} {batch}/{micro}"] = _summary(old)
-        full[f"before {precision} {batch}/{micro}"] = old
+        records["before/after"] = before_after(model, shapes[0], device, before, full)
     (out / "bench.json").write_text(json.dumps(full))  # one file: a GPU run brings back few
     return records
+
+
+def before_after(model: list, shape: tuple, device: str, before: Path, full: dict, pairs: int = 3) -> dict:
+    """Ours of `before` (an earlier src/) and of this checkout at `shape`, each against the
+    non-private step of its own process, in `pairs` alternating pairs of processes: on an
+    H200 a host-bound bf16 step's ratio moved 1.45-1.72x between processes of the same code,
+    so one pair cannot tell a change from that spread."""
+    precision, batch, micro = shape
+    arguments = [*model, "--batch", str(batch), "--micro-batch", str(micro), "--precision", precision]
+    arguments += ["--device", device, "--rounds", "5", "--methods", "nonprivate", "ours"]
+    ratios: dict = {"before": [], "after": []}
+    for k in range(pairs):
+        for label, source in (("before", before), ("after", None)):
+            record = run_bench(arguments, source)
+            full[f"{label} {precision} {batch}/{micro} #{k + 1}"] = record
+            ratios[label].append(record["methods"]["ours"]["time_ratio"])
+    summary = {label: {"ratios": values, "median": statistics.median(values)} for label, values in ratios.items()}
+    print(f"before/after {precision} {batch}/{micro}: {json.dumps(summary)}", flush=True)
+    return summary
 
 
 # --- one DP step of each job type's network against its non-private step --------------------
