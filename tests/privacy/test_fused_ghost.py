@@ -134,3 +134,11 @@ def test_the_clipper_uses_it_and_keeps_each_share_within_c():
     assert result["fused_calls"] == 4  # one ghost-norm layer, four inputs
     assert max(result["shares_over_c"]) <= 1.0  # cancelling tokens: ~0.02 C, as on the GPU
     assert result["random_share_over_c"] >= 0.95  # random tokens: clipped to about C, not to nothing
+
+
+def test_the_output_has_room_for_the_smallest_tile_shape():
+    # `out` is sized for SMALLEST_TILE-token tiles: a smaller tile shape would write past it.
+    from dpvip.privacy import gram_kernel
+    from dpvip.privacy.fused_ghost import SMALLEST_TILE
+
+    assert min(config.kwargs["BLOCK_T"] for config in gram_kernel.CONFIGS) == SMALLEST_TILE
