@@ -42,6 +42,25 @@ def random_example(tokens: int, seed: int = 0, fan_in=IN, fan_out=OUT) -> tuple[
     return a, g
 
 
+def fused_ghost_errors(a: torch.Tensor, g: torch.Tensor, **run) -> list[float]:
+    """The fused ghost norm (`dpvip.privacy.fused_ghost`, `run`: its kernel and tile shape)
+    against float64, each the worst example: |N^2 - ||W||^2| over the bound's term e S^2 (e
+    carries S's enlargement, as in the clipper's `bound_terms`), the exact S over the kernel's
+    S enlarged, and |kernel S / exact S - 1|. Shared by test_fused_ghost and the GPU check."""
+    from dpvip.privacy.fused_ghost import fused_ghost_squared_norms
+    from dpvip.privacy.rounding import token_norm_sum_margin
+
+    squared, norm_sum = fused_ghost_squared_norms(a, g, **run)
+    _, e, _ = ghost_bound(a, g, norm_sum)
+    exact = torch.einsum("bto,bti->boi", g.double(), a.double()).square().sum((1, 2))
+    exact_norm_sum = (a.double().norm(dim=2) * g.double().norm(dim=2)).sum(1)
+    return [
+        float(((squared - exact).abs() / (e * norm_sum.square())).max()),
+        float((exact_norm_sum / (norm_sum * token_norm_sum_margin(a, g))).max()),
+        float((norm_sum / exact_norm_sum - 1).abs().max()),
+    ]
+
+
 def exact_gradient(a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     return torch.einsum("bto,bti->oi", g.double(), a.double())
 

@@ -273,7 +273,7 @@ class ClippedGradientSum:
         `squared`: the ghost parts' squared norms; `formed`: the formed parts' norms."""
         like = (squared or formed)[0]
         # one stack and one sum each: a few launches whatever the number of layers
-        total = torch.stack([part.double() for part in squared]).sum(0) if squared else torch.zeros_like(like)
+        total = torch.stack(squared).double().sum(0) if squared else torch.zeros_like(like)
         formed_squares = torch.stack(formed).square_().sum(0) if formed else None
         if formed_squares is not None:
             total = total + formed_squares
