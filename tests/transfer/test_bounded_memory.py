@@ -2,7 +2,15 @@
 memory of a study's run (a Mehta et al. head, DP-RandP's private probe with its centring
 statistics) does not grow with the number of cached rows. Each run is a fresh subprocess on a
 generated float16 cache of 20,000 or 80,000 rows x 512 dims; a run that loads the cache whole
-(`load_cache`, float32) is measured the same way, to show that the check can fail."""
+(`load_cache`, float32) is measured the same way, to show that the check can fail.
+
+Noise in such a measurement only ever adds memory (library pages and lazy imports brought in
+during the run, what the machine's page cache and allocator happen to do), while a run whose
+memory grows with the rows grows in every process. So each process first does the same run on
+a small warm-up cache (what it imports and pages in is then in place, and what it retains is
+too small to hide a larger run's growth), and a run whose growth passes the margin is measured
+again in fresh processes, up to `REPEATS` times, keeping the least: once on CI a probe run rose
+by 101 MB on the larger cache where it rose by 0.4 MiB in every run here."""
 
 from __future__ import annotations
 
@@ -20,13 +28,16 @@ pytestmark = pytest.mark.slow
 
 WIDTH, CLASSES, TEST_ROWS, SHARD = 512, 10, 1000, 16384
 SIZES = (20_000, 80_000)
+WARM_UP = 2_000  # rows of the cache each process runs on before it is measured
+REPEATS = 3  # processes per (cache, run) at most; the least growth counts
 MARGIN = 0.15  # of the larger cache's bytes: what peak RSS may grow by from the smaller to the larger
 LARGER_CACHE_BYTES = SIZES[1] * WIDTH * 2  # float16
 
 # The runs as the study job runs them (`dpvip.transfer.jobs._train`), 2 steps each, in one
 # process per cache and run (what one run leaves mapped or retained must not hide or inflate the
-# next one's): after the imports, the peak resident set (VmHWM) is reset (/proc/self/clear_refs)
-# and read after the run. "whole" is the head on `load_cache`'s tensors.
+# next one's): after the imports and the same run on the warm-up cache, the peak resident set
+# (VmHWM) is reset (/proc/self/clear_refs) and read after the run. "whole" is the head on
+# `load_cache`'s tensors.
 RUNS = """
 import json, re, sys
 import torch
@@ -41,18 +52,19 @@ torch.set_num_threads(1)
 common = {"delta": 1e-6, "randomness": "seeded", "micro_batch": 4096}
 head = HeadSettings(optimizer="adam", lr=0.01, batch_fraction=0.5, epochs=1.0, epsilon=4.0, **common)
 probe = PrivateProbeSettings(epsilon=4.0, steps=2, lr=1.0, feature_norm=1.0, sigma_ratio=1.5, **common)
-measured = {}
-for kind in sys.argv[2:]:
-    open("/proc/self/clear_refs", "w").write("5")  # VmHWM := VmRSS
-    start = status("VmRSS")
-    cache = load_cache(sys.argv[1]) if kind == "whole" else open_cache(sys.argv[1])
+
+def run(folder, kind):
+    cache = load_cache(folder) if kind == "whole" else open_cache(folder)
     if kind == "probe":
-        result = train_probe(cache.train[0], cache.train_labels, cache.test, cache.test_labels, cache.classes, probe)
-    else:
-        result = train_head(cache.train, cache.train_labels, cache.test, cache.test_labels, cache.classes, head)
-    del cache
-    measured[kind] = {"start": start, "peak": status("VmHWM"), "accuracy": result["accuracy"]}
-print(json.dumps(measured))
+        return train_probe(cache.train[0], cache.train_labels, cache.test, cache.test_labels, cache.classes, probe)
+    return train_head(cache.train, cache.train_labels, cache.test, cache.test_labels, cache.classes, head)
+
+warm_up, folder, kind = sys.argv[1:]
+run(warm_up, kind)
+open("/proc/self/clear_refs", "w").write("5")  # VmHWM := VmRSS
+start = status("VmRSS")
+result = run(folder, kind)
+print(json.dumps({"start": start, "peak": status("VmHWM"), "accuracy": result["accuracy"]}))
 """
 
 
@@ -79,7 +91,7 @@ def features(indices: torch.Tensor) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def caches(tmp_path_factory) -> dict[int, Path]:
     folder = tmp_path_factory.mktemp("caches")
-    for n in SIZES:
+    for n in (WARM_UP, *SIZES):
         cache_features(
             features,
             Generated(n),
@@ -91,23 +103,15 @@ def caches(tmp_path_factory) -> dict[int, Path]:
             dtype="float16",
             progress=False,
         )
-    return {n: folder / str(n) for n in SIZES}
+    return {n: folder / str(n) for n in (WARM_UP, *SIZES)}
 
 
-@pytest.fixture(scope="module")
-def measured(caches) -> dict[int, dict]:
-    """Per cache size and run: RSS at its start, its peak, its accuracy."""
-    found = {}
-    for n, folder in caches.items():
-        found[n] = {}
-        for kind in ("head", "probe", "whole"):
-            command = [sys.executable, "-c", RUNS, str(folder), kind]
-            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, done.stderr
-            found[n] |= json.loads(done.stdout.splitlines()[-1])
-    for kind in found[SIZES[0]]:
-        print(kind, {n: f"peak {runs[kind]['peak'] / 2**20:.1f} MiB" for n, runs in found.items()})
-    return found
+def measure(caches: dict[int, Path], n: int, kind: str) -> dict:
+    """One process's run of `kind` on the cache of n rows: RSS at its start, its peak, its accuracy."""
+    command = [sys.executable, "-c", RUNS, str(caches[WARM_UP]), str(caches[n]), kind]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def growth(measured: dict[int, dict], kind: str) -> int:
@@ -116,13 +120,36 @@ def growth(measured: dict[int, dict], kind: str) -> int:
     return rise[SIZES[1]] - rise[SIZES[0]]
 
 
+@pytest.fixture(scope="module")
+def measured(caches) -> dict[str, list[dict[int, dict]]]:
+    """Per run: its measurements (per cache size: RSS at its start, its peak, its accuracy),
+    one more while its growth passes the margin, `REPEATS` at most."""
+    found = {}
+    for kind in ("head", "probe", "whole"):
+        found[kind] = []
+        while len(found[kind]) < REPEATS and (
+            not found[kind] or growth(found[kind][-1], kind) >= MARGIN * LARGER_CACHE_BYTES
+        ):
+            found[kind].append({n: {kind: measure(caches, n, kind)} for n in SIZES})
+        print(kind, [f"+{growth(each, kind) / 2**20:.1f} MiB" for each in found[kind]])
+    return found
+
+
+def least_growth(measured: dict[str, list[dict[int, dict]]], kind: str) -> int:
+    return min(growth(each, kind) for each in measured[kind])
+
+
 @pytest.mark.parametrize("kind", ["head", "probe"])
 def test_peak_memory_does_not_grow_with_the_cached_rows(measured, kind):
-    assert growth(measured, kind) < MARGIN * LARGER_CACHE_BYTES, f"{kind}: peak RSS grew by {growth(measured, kind)} B"
-    assert all(runs[kind]["accuracy"] > 50 for runs in measured.values())  # they learned (chance: 10%)
+    least = least_growth(measured, kind)
+    assert least < MARGIN * LARGER_CACHE_BYTES, f"{kind}: peak RSS grew by {least} B in each of {REPEATS} processes"
+    # they learned (chance: 10%)
+    assert all(runs[kind]["accuracy"] > 50 for each in measured[kind] for runs in each.values())
 
 
 def test_loading_the_cache_whole_fails_the_check(measured):
-    """The control: in memory as float32, 60,000 more rows x 512 dims are 117 MiB more."""
-    assert growth(measured, "whole") > MARGIN * LARGER_CACHE_BYTES
-    assert growth(measured, "whole") > 0.8 * (SIZES[1] - SIZES[0]) * WIDTH * 4
+    """The control: in memory as float32, 60,000 more rows x 512 dims are 117 MiB more, in
+    every one of the `REPEATS` processes."""
+    assert len(measured["whole"]) == REPEATS
+    assert least_growth(measured, "whole") > MARGIN * LARGER_CACHE_BYTES
+    assert least_growth(measured, "whole") > 0.8 * (SIZES[1] - SIZES[0]) * WIDTH * 4
