@@ -259,7 +259,7 @@ def dp_figure_inputs(wildcards):
 
 # ViP evaluations: exactly the jobs some ViP table or figure cell needs, checked here.
 from dpvip.plan.vip_evaluations import EvaluationPlan, all_evaluations, check_detectron2
-from dpvip.report.paper_values import load_paper_values, paper_table
+from dpvip.report.common.paper_values import load_paper_values, paper_table
 from dpvip.plan.vip_rows import VIP_TABLES, Backbones, table_rows
 from dpvip.plan.vip_runs import ablation_model
 

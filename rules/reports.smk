@@ -117,7 +117,7 @@ def dprandp_claims_studies():
 
 
 def claims_catalogue(paper):
-    """A paper's claim catalogue (read by dpvip.report.claims from the dpvip folder): an input
+    """A paper's claim catalogue (read by dpvip.report.claims.catalogue from the dpvip folder): an input
     so that editing it remakes the paper's claims table."""
     return workflow_path(f"config/paper_values/claims/{paper}.yaml")
 

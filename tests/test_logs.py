@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from dpvip.logs import PEAK_RSS_PREFIX, STARTUP_PREFIX
-from dpvip.report.smoke import exact_peak_mb
+from dpvip.report.jobs.smoke import exact_peak_mb
 
 WORKFLOW_SCRIPTS = Path(__file__).resolve().parents[1] / "workflow_scripts"
 

@@ -1,6 +1,6 @@
 """Per-example correctness records (dpvip.per_example): they round-trip bit for bit, name the
 test set by its name and label order, and refuse a length that is not the set's; groups read
-from them are paired only when every run shares one set (dpvip.report.contrasts.paired_runs)."""
+from them are paired only when every run shares one set (dpvip.report.claims.contrasts.paired_runs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpvip.per_example import correctness_record, read_correctness, identity_of_test_set
-from dpvip.report.contrasts import paired_runs
+from dpvip.report.claims.contrasts import paired_runs
 
 
 def test_a_record_round_trips():

@@ -4,8 +4,8 @@
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.bundle import build_bundle
-from dpvip.report.front_page import bundle_readme
+from dpvip.report.bundle.build import build_bundle
+from dpvip.report.bundle.front_page import bundle_readme
 
 import pandas as pd
 

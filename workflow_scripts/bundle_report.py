@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 
 from dpvip.logs import workflow_job
-from dpvip.report.front_page import report_front
-from dpvip.report.snakemake_report import render_report
+from dpvip.report.bundle.front_page import report_front
+from dpvip.report.bundle.snakemake_report import render_report
 
 with workflow_job(snakemake.log[0]):
     claims = pd.read_csv(snakemake.input.claims, keep_default_na=False)

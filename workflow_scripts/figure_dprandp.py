@@ -3,10 +3,11 @@
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.dprandp_tables import read_results
-from dpvip.report import dprandp_budget_figures, dprandp_figures
-from dpvip.report.figures import save_figure
-from dpvip.report.paper_values import load_paper_values
+from dpvip.report.dprandp.tables import read_results
+from dpvip.report.dprandp import budget_figures as dprandp_budget_figures
+from dpvip.report.dprandp import figures as dprandp_figures
+from dpvip.report.common.figures import save_figure
+from dpvip.report.common.paper_values import load_paper_values
 
 with workflow_job(snakemake.log[0]):
     p = snakemake.params

@@ -5,9 +5,9 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report import mehta_figures
-from dpvip.report.figures import save_figure
-from dpvip.report.paper_values import load_paper_values
+from dpvip.report.mehta import figures as mehta_figures
+from dpvip.report.common.figures import save_figure
+from dpvip.report.common.paper_values import load_paper_values
 
 with workflow_job(snakemake.log[0]):
     p = snakemake.params

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.figures import save_figure
-from dpvip.report.privacy_empirical import empirical_figure
+from dpvip.report.common.figures import save_figure
+from dpvip.report.privacy.empirical import empirical_figure
 
 with workflow_job(snakemake.log[0]):
     points = json.loads(Path(snakemake.input[0]).read_text())["points"]

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.figures import save_figure
-from dpvip.report.pretrain_figures import loss_curves
+from dpvip.report.common.figures import save_figure
+from dpvip.report.common.pretrain_figures import loss_curves
 from dpvip.train.metrics import read_metrics
 
 with workflow_job(snakemake.log[0]):

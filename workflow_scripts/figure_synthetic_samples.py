@@ -1,8 +1,8 @@
 """The contact sheet of synthetic samples: the first images of each dataset's first shard."""
 
 from dpvip.logs import workflow_job
-from dpvip.report.figures import save_figure
-from dpvip.report.synthetic_figures import contact_sheet
+from dpvip.report.common.figures import save_figure
+from dpvip.report.common.synthetic_figures import contact_sheet
 from dpvip.synthetic.shards import read_images
 
 with workflow_job(snakemake.log[0]):

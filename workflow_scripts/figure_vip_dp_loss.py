@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.dp_figures import dp_loss_figure
-from dpvip.report.figures import save_figure
+from dpvip.report.vip.dp_figures import dp_loss_figure
+from dpvip.report.common.figures import save_figure
 from dpvip.train.metrics import read_metrics
 
 with workflow_job(snakemake.log[0]):

@@ -4,12 +4,12 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.figures import save_figure
-from dpvip.report.model_tables import trainable_millions
-from dpvip.report.paper_values import load_paper_values, paper_table
-from dpvip.report.vip_eval_figures import figure1, figure5
+from dpvip.report.common.figures import save_figure
+from dpvip.report.vip.model_tables import trainable_millions
+from dpvip.report.common.paper_values import load_paper_values, paper_table
+from dpvip.report.vip.eval_figures import figure1, figure5
 from dpvip.plan.vip_rows import figure5_backbones
-from dpvip.report.vip_tables import ours_by_backbone
+from dpvip.report.vip.tables import ours_by_backbone
 
 with workflow_job(snakemake.log[0]):
     values = load_paper_values(Path(snakemake.input.paper_values).parent)

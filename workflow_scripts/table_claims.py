@@ -3,8 +3,8 @@
 import pandas as pd
 
 from dpvip.logs import workflow_job
-from dpvip.report.claims import overview_table
-from dpvip.report.tables import write_table
+from dpvip.report.claims.catalogue import overview_table
+from dpvip.report.common.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     tables = {

@@ -3,11 +3,11 @@
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.dprandp_tables import read_results
-from dpvip.report.dprandp_tables import dprandp_table
-from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import privacy_notes
-from dpvip.report.tables import write_table
+from dpvip.report.dprandp.tables import read_results
+from dpvip.report.dprandp.tables import dprandp_table
+from dpvip.report.common.paper_values import load_paper_values
+from dpvip.report.privacy.notes import privacy_notes
+from dpvip.report.common.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     p = snakemake.params

@@ -4,10 +4,10 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.dprandp_tables import read_results
-from dpvip.report.dprandp_claims import claims_table
-from dpvip.report.privacy_notes import privacy_notes
-from dpvip.report.tables import write_table
+from dpvip.report.dprandp.tables import read_results
+from dpvip.report.dprandp.claims import claims_table
+from dpvip.report.privacy.notes import privacy_notes
+from dpvip.report.common.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     p = snakemake.params

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from dpvip.files import read_benchmark
 from dpvip.logs import workflow_job
-from dpvip.report.dprandp_costs import CostInputs, cost_table
-from dpvip.report.dprandp_tables import read_results
-from dpvip.report.paper_values import load_paper_values
-from dpvip.report.tables import write_table
+from dpvip.report.dprandp.costs import CostInputs, cost_table
+from dpvip.report.dprandp.tables import read_results
+from dpvip.report.common.paper_values import load_paper_values
+from dpvip.report.common.tables import write_table
 from dpvip.train.metrics import read_metrics
 
 with workflow_job(snakemake.log[0]):

@@ -4,9 +4,9 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.mehta_claims import mehta_claims_table
-from dpvip.report.privacy_notes import privacy_notes
-from dpvip.report.tables import write_table
+from dpvip.report.mehta.claims import mehta_claims_table
+from dpvip.report.privacy.notes import privacy_notes
+from dpvip.report.common.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     studies = {Path(path).stem: json.loads(Path(path).read_text()) for path in snakemake.input.studies}

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.mehta_hyperparameters import hyperparameter_table, load_paper_settings
-from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import privacy_notes
-from dpvip.report.tables import write_table
+from dpvip.report.mehta.hyperparameters import hyperparameter_table, load_paper_settings
+from dpvip.report.common.paper_values import load_paper_values
+from dpvip.report.privacy.notes import privacy_notes
+from dpvip.report.common.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     p = snakemake.params

@@ -3,8 +3,8 @@
 import pandas as pd
 
 from dpvip.logs import workflow_job
-from dpvip.report.privacy_tables import audit_frame, audit_notes
-from dpvip.report.tables import write_table
+from dpvip.report.privacy.audit import audit_frame, audit_notes
+from dpvip.report.common.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     frame = audit_frame([pd.read_csv(path) for path in snakemake.input])

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.privacy_empirical import empirical_table
-from dpvip.report.tables import write_table
+from dpvip.report.privacy.empirical import empirical_table
+from dpvip.report.common.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     records = [json.loads(Path(path).read_text()) for path in snakemake.input]

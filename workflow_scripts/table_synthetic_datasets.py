@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpvip.logs import workflow_job
-from dpvip.report.tables import write_table
+from dpvip.report.common.tables import write_table
 from dpvip.synthetic.summary import dataset_row, summary_notes
 
 with workflow_job(snakemake.log[0]):

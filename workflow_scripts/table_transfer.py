@@ -5,12 +5,12 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.dprandp_probe_tables import probe_table
-from dpvip.report.grid_privacy import grid_notes
-from dpvip.report.mehta_tables import mehta_table
-from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import privacy_notes
-from dpvip.report.tables import write_table
+from dpvip.report.dprandp.probe_tables import probe_table
+from dpvip.report.privacy.grid import grid_notes
+from dpvip.report.mehta.tables import mehta_table
+from dpvip.report.common.paper_values import load_paper_values
+from dpvip.report.privacy.notes import privacy_notes
+from dpvip.report.common.tables import write_table
 
 BUILDERS = {"mehta": mehta_table, "dprandp": probe_table}
 

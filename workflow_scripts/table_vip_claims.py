@@ -5,9 +5,9 @@ from pathlib import Path
 
 from dpvip.logs import workflow_job
 from dpvip.plan.vip_evaluations import Evaluation
-from dpvip.report.privacy_notes import privacy_notes
-from dpvip.report.tables import write_table
-from dpvip.report.vip_claims import vip_claims_table
+from dpvip.report.privacy.notes import privacy_notes
+from dpvip.report.common.tables import write_table
+from dpvip.report.vip.claims import vip_claims_table
 from dpvip.train.metrics import read_metrics
 
 with workflow_job(snakemake.log[0]):

@@ -5,10 +5,10 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.dp_tables import NOTES, vip_dp_runs
-from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import privacy_notes
-from dpvip.report.tables import write_table
+from dpvip.report.vip.dp_tables import NOTES, vip_dp_runs
+from dpvip.report.common.paper_values import load_paper_values
+from dpvip.report.privacy.notes import privacy_notes
+from dpvip.report.common.tables import write_table
 from dpvip.train.metrics import read_metrics
 
 with workflow_job(snakemake.log[0]):

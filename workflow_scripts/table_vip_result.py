@@ -4,12 +4,12 @@ import json
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.paper_values import load_paper_values
-from dpvip.report.privacy_notes import privacy_notes
-from dpvip.report.tables import write_table
+from dpvip.report.common.paper_values import load_paper_values
+from dpvip.report.privacy.notes import privacy_notes
+from dpvip.report.common.tables import write_table
 from dpvip.plan.vip_rows import table_rows
-from dpvip.report.vip_readings import label_random_baselines, reading_notes, with_trivial_row
-from dpvip.report.vip_tables import TITLES, ours_by_backbone, run_facts, selection_notes, stand_in_notes, vip_table
+from dpvip.report.vip.readings import label_random_baselines, reading_notes, with_trivial_row
+from dpvip.report.vip.tables import TITLES, ours_by_backbone, run_facts, selection_notes, stand_in_notes, vip_table
 
 with workflow_job(snakemake.log[0]):
     table, backbones = snakemake.wildcards.table, snakemake.params.backbones
@@ -21,7 +21,7 @@ with workflow_job(snakemake.log[0]):
     mine = {backbone for row in rows for backbone, _ in row.cells.values()}
     parameters = {}
     if table == "vip_table9":  # builds networks (on the meta device): only this table needs torch
-        from dpvip.report.model_tables import trainable_millions
+        from dpvip.report.vip.model_tables import trainable_millions
 
         parameters = {b: trainable_millions(*shape) for b, shape in snakemake.params.shapes.items() if b in mine}
     ours = ours_by_backbone(results)

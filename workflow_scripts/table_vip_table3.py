@@ -3,9 +3,9 @@
 from pathlib import Path
 
 from dpvip.logs import workflow_job
-from dpvip.report.model_tables import NOTES, vip_table3
-from dpvip.report.paper_values import load_paper_values
-from dpvip.report.tables import write_table
+from dpvip.report.vip.model_tables import NOTES, vip_table3
+from dpvip.report.common.paper_values import load_paper_values
+from dpvip.report.common.tables import write_table
 
 with workflow_job(snakemake.log[0]):
     values = load_paper_values(Path(snakemake.input[0]).parent)

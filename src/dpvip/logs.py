@@ -16,7 +16,7 @@ from dpvip.errors import DpvipInputError, one_line
 # unpickling Snakemake's job object) from its work.
 STARTUP_PREFIX = "start-up:"
 # The last line of a finished job's log: its exact peak resident memory, which the smoke table
-# (`dpvip.report.smoke`) prefers to the benchmark's `max_rss`, sampled only every 30 s after 15 s.
+# (`dpvip.report.jobs.smoke`) prefers to the benchmark's `max_rss`, sampled only every 30 s after 15 s.
 PEAK_RSS_PREFIX = "peak RSS:"
 
 

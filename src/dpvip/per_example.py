@@ -1,5 +1,5 @@
 """Per-example correctness of an evaluated run, kept beside its accuracy: arms scored on the same
-test images can then be compared paired (dpvip.report.contrasts), where the difficulty of each
+test images can then be compared paired (dpvip.report.claims.contrasts), where the difficulty of each
 image cancels in their difference.
 
 A record is {"correct": base64 of the packed bits, one per test example in the set's order,

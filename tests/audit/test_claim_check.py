@@ -4,7 +4,7 @@ import pytest
 
 from dpvip.privacy.gaussian import composed_sigma
 from dpvip.audit.claim_check import audit_claim, verdict
-from dpvip.report.privacy_tables import audit_frame, audit_notes
+from dpvip.report.privacy.audit import audit_frame, audit_notes
 from dpvip.audit.claims import load_claims
 
 

@@ -181,8 +181,8 @@ def test_a_perfect_detector_reads_100_points_in_table4(coco):
 
     from dpvip.evaluate.coco_instances import coco_scores
     from dpvip.plan.vip_rows import Row
-    from dpvip.report.paper_values import load_paper_values
-    from dpvip.report.vip_tables import ours_by_backbone, vip_table
+    from dpvip.report.common.paper_values import load_paper_values
+    from dpvip.report.vip.tables import ours_by_backbone, vip_table
 
     root, _, val_json = coco
     data = CocoInstances(val_json, root)

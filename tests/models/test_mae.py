@@ -7,7 +7,7 @@ from opacus import GradSampleModule
 from dpvip.errors import DpvipInputError
 from dpvip.models import MAE_SIZES, mae_parameters, mae_size, mae_variant
 from dpvip.models.mae import MaskedAutoencoder, MAESettings, count_parameters
-from dpvip.report.paper_values import load_paper_values, paper_table
+from dpvip.report.common.paper_values import load_paper_values, paper_table
 
 PAPER_SIZES = [name for name, size in MAE_SIZES.items() if size.paper_parameters]
 

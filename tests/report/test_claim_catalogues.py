@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from test_dprandp_claims import THREE_SEEDS, paper_like, probe_study
-from test_dprandp_tables import fake_results
-from test_mehta_claims import all_studies
-from test_vip_claims import LOSSES, plan, results
-from test_vip_claims import paper_like as vip_like
+from dprandp.test_claims import THREE_SEEDS, paper_like, probe_study
+from dprandp.test_tables import fake_results
+from mehta.test_claims import all_studies
+from vip.test_claims import LOSSES, plan, results
+from vip.test_claims import paper_like as vip_like
 
 from dpvip.errors import DpvipInputError
-from dpvip.report import dprandp_claims, mehta_claims, vip_claims
-from dpvip.report.claims import CATALOGUES, claims_frame, key_order, load_catalogue, overview_frame
-from dpvip.report.verdicts import NOT_TESTED
+from dpvip.report.dprandp import claims as dprandp_claims
+from dpvip.report.mehta import claims as mehta_claims
+from dpvip.report.vip import claims as vip_claims
+from dpvip.report.claims.catalogue import CATALOGUES, claims_frame, key_order, load_catalogue, overview_frame
+from dpvip.report.claims.verdicts import NOT_TESTED
 
 COUNTS = {"vip": 38, "mehta": 38, "dprandp": 40}  # well over the 29 of the abstracts and main results
 

@@ -13,14 +13,14 @@ import pytest
 from conftest import merged_config
 from transfer_studies import fake_study
 
-from dpvip.report import mehta_figures
-from dpvip.report.dprandp_probe_tables import probe_table
-from dpvip.report.mehta_tables import mehta_table
-from dpvip.report.paper_values import load_paper_values, paper_table
-from dpvip.report.tables import write_table
+from dpvip.report.mehta import figures as mehta_figures
+from dpvip.report.dprandp.probe_tables import probe_table
+from dpvip.report.mehta.tables import mehta_table
+from dpvip.report.common.paper_values import load_paper_values, paper_table
+from dpvip.report.common.tables import write_table
 from dpvip.errors import DpvipInputError
-from dpvip.report.grid_privacy import grid_notes
-from dpvip.report.transfer_cells import study_cells
+from dpvip.report.privacy.grid import grid_notes
+from dpvip.report.common.transfer_cells import study_cells
 from dpvip.plan.transfer import TransferPlan
 from dpvip.selection import TEST_LABEL
 

@@ -23,8 +23,8 @@ import pytest
 from conftest import run_snakemake
 from test_workflow import job_counts
 
-from dpvip.report.bundle import verify_bundle
-from dpvip.report.smoke import format_summary, smoke_jobs
+from dpvip.report.bundle.build import verify_bundle
+from dpvip.report.jobs.smoke import format_summary, smoke_jobs
 from dpvip.train.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]

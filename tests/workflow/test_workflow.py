@@ -20,8 +20,8 @@ from dpvip.models.checkpoint import load_mae
 from dpvip.models.mae import MAESettings
 from dpvip.train.metrics import read_metrics
 from crate_validation import issues, seed_cache, validate_crate
-from dpvip.report.bundle import verify_bundle
-from dpvip.report.verdicts import VERDICTS
+from dpvip.report.bundle.build import verify_bundle
+from dpvip.report.claims.verdicts import VERDICTS
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.workflow

@@ -99,7 +99,7 @@ def compute_budget(
 
 def write_budget_tables(budget: Budget, folder: str | Path) -> list[Path]:
     """compute_budget{,_summary,_papers}.{csv,md,tex} in `folder`."""
-    from dpvip.report.tables import write_table
+    from dpvip.report.common.tables import write_table
 
     scale = budget.workflow.config.get("scale")
     written = []

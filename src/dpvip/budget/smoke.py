@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dpvip.budget.workflow import PlannedWorkflow, WorkflowJob
-from dpvip.report.smoke import benchmark_peak_mb
+from dpvip.report.jobs.smoke import benchmark_peak_mb
 
 NO_SMOKE_RUN = "no smoke run"
 

@@ -78,7 +78,7 @@ def cmd_bench_dp_step(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_workflow(args: argparse.Namespace) -> int:
-    from dpvip.report.workflow_bench import bench_workflow, format_summary
+    from dpvip.report.jobs.workflow_bench import bench_workflow, format_summary
 
     summary = bench_workflow(args.directory, args.out)
     print(json.dumps(summary) if args.json else format_summary(summary))

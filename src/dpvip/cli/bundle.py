@@ -12,8 +12,8 @@ from dpvip.errors import DpvipInputError
 
 
 def cmd_bundle_verify(args: argparse.Namespace) -> int:
-    from dpvip.report.bundle import verify_bundle
-    from dpvip.report.crate import CRATE
+    from dpvip.report.bundle.build import verify_bundle
+    from dpvip.report.bundle.crate import CRATE
 
     if not Path(args.directory).is_dir():
         raise DpvipInputError(f"bundle directory {args.directory} does not exist")

@@ -18,7 +18,7 @@ REQUIRED_KEYS = {"image_folder": ("train", "test"), "shards": ("train", "test", 
 
 
 def private_data_name(spec: dict) -> str:
-    """The name under which DP releases on a dataset compose (`dpvip.report.privacy_totals`):
+    """The name under which DP releases on a dataset compose (`dpvip.report.privacy.totals`):
     its source and where its training split is read (a folder, shards, a root), so that two
     config entries reading the same data (ViP's ImageNet and Mehta et al.'s) are one dataset.
     A stand-in generated without a location (photo crops, digits) is named by its source alone:
