@@ -16,7 +16,8 @@ paper shape, through the same code paths the workflow's jobs take:
         [--before OLD_SRC]   # ours of an earlier src/ beside the bench, for a before/after
 
 Writes OUT/paper_steps.json (seconds, peak GPU memory, the results), OUT/bench.json and
-OUT/profile.txt, and prints a summary. `--tiny` runs micro shapes on CPU in about a minute (the test).
+OUT/profile.txt, and prints a summary. `--tiny` runs micro shapes on CPU in about 100 s (the
+test; the ghost norms in Triton's interpreter).
 """
 
 from __future__ import annotations
