@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from conftest import ROOT, merged_config
+
 from dpvip.plan.transfer import TransferPlan
+from dpvip.report.common.paper_values import load_paper_values
 
 # Classes, test and train examples of each cache's data: photos (photo crops) is the embedded stand-in.
 DATA = {"photos": (11, 1650, 4400), "digits": (10, 360, 1437), "ImageNet-1k": (1000, 50000, 1281167)}
@@ -86,3 +89,32 @@ def fake_study(
     return {"study": study, "runs": runs, "features": features, "seconds": 1.0} | (
         {"selection": selection} if selection else {}
     )
+
+
+# The embedded default's studies, and the papers' printed values.
+VALUES = load_paper_values(ROOT / "config" / "paper_values")
+EMBEDDED = merged_config("config.yaml")["dp_transfer"]
+PLAN = TransferPlan(EMBEDDED)
+
+
+def fake(study: str, **options) -> dict:
+    """`fake_study` of the embedded default's plan."""
+    return fake_study(PLAN, study, **options)
+
+
+def validation_favours_small_rates(run) -> float:
+    """Validation accuracy 60 - 10 lr + seed: the smaller learning rate is best on validation,
+    while the test accuracy (40 + 10 lr + seed) favours the larger."""
+    return 60.0 - 10 * run.settings["lr"] + run.settings["seed"]
+
+
+def with_ledgers(results: dict) -> dict:
+    """The fake privacy records completed as a ledger's (what the grid notes compose)."""
+    for run in results["runs"]:
+        if run["result"]["privacy"]:
+            run["result"]["privacy"] |= {"randomness": "seeded", "private": False, "steps_done": 12}
+    return results
+
+
+PAPER_PRACTICE = TransferPlan(EMBEDDED | {"mehta": EMBEDDED["mehta"] | {"selection": {"mode": "test"}}})
+CELL = ("ViT-B/16 / Last layer", "With privacy / batch=2^20")

@@ -1,73 +1,33 @@
-"""Mehta et al.'s tables and figures and DP-RandP's probing tables on fake study results:
-the paper's rows in order with its values, ours beside them where a backbone stands in,
-the best learning rate's mean over seeds, deltas against the base, and the paper's own
-sigmas composed; Mehta's notes where they apply (shared stand-ins, batch sizes, chance
-level and the cells at it), and Figure 1b's line of the paper's own values."""
+"""Mehta et al.'s Tables 1-5 on fake study results: the paper's rows in order with its values,
+ours beside them where a backbone stands in, deltas against the base, and the notes where they
+apply (selection, shared stand-ins, batch sizes, chance level and the cells at it, the grid's
+composed privacy, every epsilon's sigma)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import matplotlib
 import pytest
 from conftest import merged_config
-from transfer_studies import fake_study
+from transfer_studies import (
+    CELL,
+    EMBEDDED,
+    PAPER_PRACTICE,
+    VALUES,
+    fake,
+    fake_study,
+    validation_favours_small_rates,
+    with_ledgers,
+)
 
-from dpvip.report.mehta import figures as mehta_figures
-from dpvip.report.dprandp.probe_tables import probe_table
-from dpvip.report.mehta.tables import mehta_table
-from dpvip.report.common.paper_values import load_paper_values, paper_table
-from dpvip.report.common.tables import write_table
-from dpvip.errors import DpvipInputError
-from dpvip.report.privacy.grid import grid_notes
-from dpvip.report.common.transfer_cells import study_cells
 from dpvip.plan.transfer import TransferPlan
+from dpvip.report.common.paper_values import paper_table
+from dpvip.report.common.tables import write_table
+from dpvip.report.common.transfer_cells import study_cells
+from dpvip.report.mehta.tables import mehta_table
+from dpvip.report.privacy.grid import grid_notes
 from dpvip.selection import TEST_LABEL
 
 matplotlib.use("Agg")
-ROOT = Path(__file__).resolve().parents[2]
-VALUES = load_paper_values(ROOT / "config" / "paper_values")
-EMBEDDED = merged_config("config.yaml")["dp_transfer"]
-PLAN = TransferPlan(EMBEDDED)
-
-
-def fake(study: str, **options) -> dict:
-    return fake_study(PLAN, study, **options)
-
-
-def test_cells_take_the_best_learning_rate_and_average_its_seeds():
-    cells = study_cells(fake("mehta_table1"))
-    cell = cells[("ViT-B/16 / Last layer", "With privacy / batch=2^20")]
-    assert cell.lr == 1.6  # 40 + 16 + seed beats 40 + 4 + seed
-    assert cell.mean == pytest.approx(57.5) and cell.std == pytest.approx((5 / 3) ** 0.5)  # seeds 0-3
-    assert cell.seeds == 4
-
-
-def validation_favours_small_rates(run) -> float:
-    """Validation accuracy 60 - 10 lr + seed: the smaller learning rate is best on validation,
-    while the test accuracy (40 + 10 lr + seed) favours the larger."""
-    return 60.0 - 10 * run.settings["lr"] + run.settings["seed"]
-
-
-def with_ledgers(results: dict) -> dict:
-    """The fake privacy records completed as a ledger's (what the grid notes compose)."""
-    for run in results["runs"]:
-        if run["result"]["privacy"]:
-            run["result"]["privacy"] |= {"randomness": "seeded", "private": False, "steps_done": 12}
-    return results
-
-
-PAPER_PRACTICE = TransferPlan(EMBEDDED | {"mehta": EMBEDDED["mehta"] | {"selection": {"mode": "test"}}})
-CELL = ("ViT-B/16 / Last layer", "With privacy / batch=2^20")
-
-
-def test_cells_choose_on_validation_accuracy_not_on_test_accuracy():
-    results = fake("mehta_table1", validation=validation_favours_small_rates)
-    assert results["selection"]["mode"] == "validation"
-    cell = study_cells(results)[CELL]
-    assert cell.lr == 0.1 and cell.selection == "validation"  # 1.6 is the best on test
-    assert cell.mean == pytest.approx(42.5)  # the chosen rate's test accuracy: 40 + 1 + seeds 0-3
-    assert cell.validation == pytest.approx(60.5)  # 60 - 1 + seeds 0-3
 
 
 def test_test_selection_is_the_papers_practice_and_the_notes_say_so():
@@ -97,17 +57,6 @@ def test_validation_notes_say_what_chose_and_what_the_guarantee_covers():
     assert "held out of the private set" in privacy and "no DP guarantee" in privacy
     grids = grid_notes([with_ledgers(fake("mehta_table5"))])
     assert grids and all("validation share held out of the private set" in note for note in grids)
-
-
-def test_a_result_whose_runs_held_out_a_share_but_record_no_selection_is_refused():
-    results = fake("mehta_table1")
-    del results["selection"]
-    with pytest.raises(DpvipInputError, match="records no selection"):
-        study_cells(results)
-    results = fake("mehta_table1")
-    del results["runs"][0]["result"]["validation_accuracy"]
-    with pytest.raises(DpvipInputError, match="recorded none"):
-        study_cells(results)
 
 
 @pytest.mark.parametrize("table", ["table1", "table2"])
@@ -148,33 +97,6 @@ def test_table5_has_every_dataset_and_epsilon():
     frame, _, _ = mehta_table("table5", fake("mehta_table5"), VALUES, EMBEDDED, "embedded")
     assert list(frame["Finetuning Dataset"]) == ["CIFAR-10", "CIFAR-100", "ImageNet-1k"]
     assert frame[[c for c in frame.columns if c.endswith("(ours)")]].notna().all().all()
-
-
-@pytest.mark.parametrize("table", ["table4", "table5", "table22", "table23"])
-def test_probe_tables_put_ours_beside_the_paper_per_epsilon(table, tmp_path):
-    study = "dprandp_probe_cifar" if table in ("table4", "table22") else "dprandp_probe_imagenet"
-    frame, title, notes = probe_table(table, fake(study), VALUES, EMBEDDED, "embedded")
-    assert len(frame) >= 2
-    if table == "table4":
-        row = frame[frame["epsilon"] == 0.1].iloc[0]
-        assert row["accuracy (paper)"] == 57.10 and row["std (paper)"] == 0.42
-        assert row["accuracy (ours)"] == pytest.approx(40 + 8 + 1.0)  # the mean of seeds 0, 1, 2 (+0, +1, +2)
-        assert frame["epsilon"].iloc[-1] == "inf (without privacy)"
-    if table == "table22":
-        assert frame.set_index("epsilon").loc[1.0, "sigma (paper)"] == 38
-    if table == "table23":
-        by_epsilon = frame.set_index("epsilon")
-        assert by_epsilon.loc[1.0, "σ_1 (paper)"] == 71
-        assert 0.5 < by_epsilon.loc[1.0, "epsilon of the paper's sigmas"] < 1.5
-        assert 5 < by_epsilon.loc[8.0, "epsilon of the paper's sigmas"] < 11
-    write_table(frame, tmp_path / f"dprandp_{table}.csv", title, notes)
-
-
-@pytest.mark.parametrize("figure", ["figure1b", "figure2"])
-def test_figures_draw_every_series(figure):
-    drawn = mehta_figures.draw(figure, fake(f"mehta_{figure}"), EMBEDDED, "embedded", VALUES)
-    lines = sum(len(axis.lines) + len(axis.containers) for axis in drawn.axes)
-    assert lines >= (3 if figure == "figure1b" else 4)
 
 
 PAPER_SCALE = merged_config("config.yaml", "paper.yaml")["dp_transfer"]
@@ -266,27 +188,3 @@ def test_table5_privacy_note_gives_every_epsilons_sigma():
     note = next(n for n in notes_of("table5") if n.startswith("Noise"))
     for epsilon in (0.5, 1, 2, 4, 8):  # the fake ledger's sigma is 3 / epsilon
         assert f"sigma {3 / epsilon:.3g} (epsilon {epsilon:g} at delta 1.0e-06, prv)" in note
-
-
-def test_figure1b_draws_the_papers_line_and_names_our_stand_in():
-    drawn = mehta_figures.draw("figure1b", fake("mehta_figure1b"), EMBEDDED, "embedded", VALUES)
-    axis = drawn.axes[0]
-    paper = [line for line in axis.lines if line.get_label().startswith("paper: ")]
-    assert len(paper) == 1
-    assert list(paper[0].get_xdata()) == [4.0, 10.0] and list(paper[0].get_ydata()) == [81.7, 81.7]
-    assert paper[0].get_label() == "paper: ViT-H/14-4B on ImageNet, delta 1e-06 (printed for epsilon 4-10 only)"
-    labels = [text.get_text() for text in axis.get_legend().get_texts()]
-    assert "ours: syn_vip_micro on photos (embedded), delta 1e-06" in labels
-    assert "ours: syn_vip_micro on photos (embedded), without privacy" in labels
-    chance = [line for line in axis.lines if line.get_label().startswith("chance: ")]
-    assert [(line.get_label(), list(line.get_ydata())) for line in chance] == [
-        ("chance: photo crops (11 scikit-image photographs) (standing in for ImageNet-1k)", [100 / 11, 100 / 11])
-    ]
-
-
-def test_figure2_legends_name_our_stand_in():
-    drawn = mehta_figures.draw("figure2", fake("mehta_figure2"), EMBEDDED, "embedded", VALUES)
-    labels = [text.get_text() for axis in drawn.axes for text in axis.get_legend().get_texts()]
-    assert "ours: syn_vip_micro on photos (embedded), LAMB" in labels
-    assert labels.count("ours: syn_vip_micro on photos (embedded), with privacy") == 2
-    assert labels.count("chance: photo crops (11 scikit-image photographs) (standing in for ImageNet-1k)") == 3
