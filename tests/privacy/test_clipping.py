@@ -108,6 +108,40 @@ def test_mae_clipped_sum_is_the_plain_gradient_sum_when_nothing_is_clipped():
     assert_sums_close(summer.sums, [g.double() for g in plain], 1e-5)
 
 
+@pytest.mark.parametrize("clip_norm", [1e6, "median", 0.01])
+def test_bounded_path_takes_the_formed_parts_together_and_matches_the_naive_loop(monkeypatch, clip_norm, linear_paths):
+    # Reduced precision forced with IEEE products (float32 operands): the bounded path, whose
+    # formed parts (LayerNorms by opacus' samplers, biases, the formed Linear weights) are
+    # taken together (`FormedParts`: one norm, one product, one indexed add). Each sum must
+    # land in its own parameter's places. Measured: 3e-7 (nothing clipped) to 5e-6 of each
+    # parameter's largest value (the bound's slack, every example clipped); a misplaced
+    # column is of order 1.
+    import dpvip.privacy.clipping as clipping
+
+    monkeypatch.setattr(clipping, "reduced_precision", lambda dtype, device: True)
+    columns = []
+
+    class Spy(clipping.FormedParts):
+        def __init__(self, small, places, large):
+            super().__init__(small, places, large)
+            columns.append((self.matrix.shape[1], len(large)))
+
+    monkeypatch.setattr(clipping, "FormedParts", Spy)
+    model = micro_mae(torch.float64)
+    images, noise = mae_batch(model, torch.float64)
+    if clip_norm == "median":
+        clip_norm = float(mae_naive(model, images, noise, 1.0)[1].median())
+    reference, naive_norms, _ = mae_naive(model, images, noise, clip_norm)
+    summer = ClippedGradientSum(model, clip_norm)
+    _, norms = summer.add(lambda: model(images, noise).loss)
+    assert_sums_close(summer.sums, reference, 1e-4)
+    torch.testing.assert_close(norms.double(), naive_norms, rtol=1e-5, atol=0)
+    ghost = {layer.weight for layer, path in linear_paths.items() if path == "ghost"}
+    formed = [p.numel() for p in trainable(model) if p not in ghost]
+    small = [n for n in formed if n <= clipping.FORMED_TOGETHER]
+    assert ghost and columns == [(sum(small), len(formed) - len(small))] and len(formed) > len(small) > 0
+
+
 def test_small_clip_norm_gives_every_example_norm_c():
     # Every example clipped: the sum's norm is at most B * C, and each contributes C g/|g|.
     model = micro_mae(torch.float64)

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from collections.abc import Callable
 
 import torch
@@ -65,7 +66,9 @@ from torch import nn
 from dpvip.errors import DpvipInputError
 from dpvip.privacy.layer_rules import (  # noqa: F401  (CLIP_EPSILON ... _patches: this module's public names)
     CLIP_EPSILON,
+    FORMED_TOGETHER,
     GRAM_BLOCK_TOKENS,
+    FormedParts,
     SIXTEEN_BIT,
     _Call,
     _Factors,
@@ -134,6 +137,8 @@ class ClippedGradientSum:
         self.flat = torch.zeros(sum(p.numel() for p in self.params), dtype=torch.float32, device=device)
         self.sums = [part.view_as(p) for part, p in zip(self.flat.split([p.numel() for p in self.params]), self.params)]
         self._sum_of = {param: total for param, total in zip(self.params, self.sums)}
+        self._offsets = dict(zip(map(id, self.params), itertools.accumulate((p.numel() for p in self.params), initial=0)))
+        self._places: dict[tuple, torch.Tensor] = {}  # formed parameters -> their indices in `flat`
         self._layer_rules = {layer: _rules(layer) for layer in self.layers}
         self._idle_checked: set[frozenset] = set()  # sets of layers not run whose parameters are checked unused
         self._sixteen_bit_params = any(p.dtype in SIXTEEN_BIT for p in self.params)
@@ -195,7 +200,7 @@ class ClippedGradientSum:
         # autograd's device thread, where autocast is off: no context to enter, per layer.)
         device = backprops.device.type
         with torch.autocast(device, enabled=False) if torch.is_autocast_enabled(device) else contextlib.nullcontext():
-            # (formed parts' norms, where bounded, are kept aside in `call.formed_norms`)
+            # (where bounded, formed parts give no norm here: `FormedParts` takes them together)
             call.squared = [part for part in self._layer_rules[layer][0](layer, call) if part is not None]
         call.activations = call.backprops = None  # `parts` keeps what the sum needs
 
@@ -248,10 +253,12 @@ class ClippedGradientSum:
         torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True)
         # A layer the loss did not use has no backprops and contributes nothing.
         for layer, call in calls:
-            self._check_rows(layer, call.squared + call.formed_norms, examples)
+            rows = [tuple(part.shape) for part in call.squared]
+            rows += [(part[1].shape[0],) for part in call.parts.values() if call.bounded and part[0] == "formed"]
+            self._check_rows(layer, rows, examples)
         squared = [part for _, call in calls for part in call.squared]  # in forward order, as before
-        formed = [part for _, call in calls for part in call.formed_norms]
-        if not squared and not formed:
+        formed = self._formed_parts(calls)
+        if not squared and formed is None:
             norms = torch.zeros(examples, device=losses.device)
             factors = clip_factors(norms, self.clip_norm)
         elif any(call.bounded for _, call in calls):
@@ -261,23 +268,50 @@ class ClippedGradientSum:
             factors = clip_factors(norms, self.clip_norm)
         clip = _Factors(factors)
         with torch.autocast(losses.device.type, enabled=False):
+            if formed is not None:
+                formed.add_clipped_sums(self.flat, factors)
             for layer, call in calls:
                 if call.parts:
                     self._layer_rules[layer][1](layer, call, clip, self._sum_of)
                 call.parts = {}
         return norms
 
-    def _bounded_factors(self, calls: list, squared: list, formed: list) -> tuple[torch.Tensor, torch.Tensor]:
+    def _formed_parts(self, calls: list) -> FormedParts | None:
+        """The bounded layers' formed parts (None if there are none): the small ones taken
+        out of their calls' `parts` into one buffer, the large ones left for their rules
+        (`FormedParts`); unbounded layers keep theirs, with their norms."""
+        small, large = [], []
+        for layer, call in calls:
+            if not call.bounded:
+                continue
+            for key in [key for key, part in call.parts.items() if part[0] == "formed"]:
+                grad = call.parts[key][1]
+                if grad[0].numel() > FORMED_TOGETHER:
+                    large.append(grad)
+                    continue
+                # Linear rules key their parts by attribute name, opacus' samplers by parameter
+                param = key if isinstance(key, torch.Tensor) else getattr(layer, key)
+                small.append((param, call.parts.pop(key)[1]))
+        if not small and not large:
+            return None
+        key = tuple(id(param) for param, _ in small)
+        if small and key not in self._places:
+            places = [torch.arange(self._offsets[id(p)], self._offsets[id(p)] + p.numel()) for p, _ in small]
+            self._places[key] = torch.cat(places).to(self.flat.device)
+        return FormedParts(small, self._places.get(key), large)
+
+    def _bounded_factors(
+        self, calls: list, squared: list, formed: FormedParts | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(norms, clip factors) where products ran in reduced precision: the factors bound
         each example's share by C whatever the rounding (`dpvip.privacy.rounding`).
-        `squared`: the ghost parts' squared norms; `formed`: the formed parts' norms."""
-        like = (squared or formed)[0]
+        `squared`: the ghost parts' squared norms; `formed`: the formed parts."""
         # one stack and one sum each: a few launches whatever the number of layers
-        total = torch.stack(squared).double().sum(0) if squared else torch.zeros_like(like)
-        formed_squares = torch.stack(formed).square_().sum(0) if formed else None
+        total = torch.stack(squared).double().sum(0) if squared else None
+        formed_squares = formed.squared_norms() if formed is not None else None
         if formed_squares is not None:
-            total = total + formed_squares
-        total = total.clamp_(min=0)
+            total = formed_squares if total is None else total + formed_squares
+        total = total.clamp(min=0)
         ghosts = [bound for _, call in calls for bound in call.ghost_bounds]
         errors, roundings = bound_terms(ghosts, formed_squares, total)
         return total.sqrt().float(), bounded_clip_factors(total, errors, roundings, self.clip_norm)
@@ -311,15 +345,16 @@ class ClippedGradientSum:
                     )
         self._idle_checked.add(idle)
 
-    def _check_rows(self, layer: nn.Module, squared: list, examples: int) -> None:
-        """One norm per example: a layer fed its batch in another shape (tokens flattened
-        into rows, (B * L, d)) would be clipped per row, each example counted several times
-        and its whole gradient never bounded by C."""
-        for part in squared:
-            if part.shape != (examples,):
+    def _check_rows(self, layer: nn.Module, rows: list, examples: int) -> None:
+        """One norm per example (`rows`: the shapes of the layer's per-example norms, or of
+        their first dimension): a layer fed its batch in another shape (tokens flattened into
+        rows, (B * L, d)) would be clipped per row, each example counted several times and
+        its whole gradient never bounded by C."""
+        for shape in rows:
+            if shape != (examples,):
                 name = next(name for name, module in self.model.named_modules() if module is layer)
                 raise DpvipInputError(
-                    f"{layer_label(name, layer)} gives {part.shape[0] if part.dim() else 1} "
+                    f"{layer_label(name, layer)} gives {shape[0] if shape else 1} "
                     f"per-example norms for {examples} examples: its input is not batch-first (flattened "
                     "tokens?), so it cannot be clipped per example"
                 )
