@@ -1,4 +1,4 @@
-"""`dpvip bench synthetic|dp-step|workflow`: ratios measured side by side in one run."""
+"""`dpvip bench synthetic|dp-step|dp-ops|workflow`: ratios measured side by side in one run."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 
 from dpvip.cli._common import command_group, positive_int
+from dpvip.errors import DpvipInputError
 
 
 def cmd_bench_synthetic(args: argparse.Namespace) -> int:
@@ -77,12 +78,53 @@ def cmd_bench_dp_step(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_dp_ops(args: argparse.Namespace) -> int:
+    import torch
+
+    from dpvip.bench import BenchSetup
+    from dpvip.bench.operations import count_operations, format_counts
+
+    setup = BenchSetup(**dp_step_shape(args))
+    setup.settings()  # bad names and sizes fail before anything runs
+    if setup.device == "cuda" and not torch.cuda.is_available():
+        raise DpvipInputError("device cuda is not available")
+    result = count_operations(setup, args.methods, gpu_path=args.gpu_path)
+    print(json.dumps(result.record(), sort_keys=True) if args.json else format_counts(result))
+    return 0
+
+
 def cmd_bench_workflow(args: argparse.Namespace) -> int:
     from dpvip.report.jobs.workflow_bench import bench_workflow, format_summary
 
     summary = bench_workflow(args.directory, args.out)
     print(json.dumps(summary) if args.json else format_summary(summary))
     return 0
+
+
+def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model, batch, device and precision of a DP-step benchmark (`dp_step_shape`)."""
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="a named shape (vip-base: MAE base, 224 px, patch 16, batch 128 in micro-batches of 32; paper: "
+        "MAE base, 224 px, patch 16, batch 2,048 in micro-batches of 256, bf16 on CUDA); flags given beside it "
+        "override it",
+    )
+    parser.add_argument("--model", help="MAE size, or <size>_dec<depth> (default micro)")
+    parser.add_argument("--image-size", type=positive_int, help="default 32")
+    parser.add_argument("--patch-size", type=positive_int, help="default 4")
+    parser.add_argument("--batch", type=positive_int, help="default 64")
+    parser.add_argument(
+        "--micro-batch",
+        type=positive_int,
+        help="split the batch into passes of this size, every method (default: one pass)",
+    )
+    parser.add_argument("--device", choices=["cpu", "cuda"], help="where the steps run (default cpu)")
+    parser.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        help="bf16: every method's forward passes under bfloat16 autocast, as DP-MAE trains on a GPU (default fp32)",
+    )
 
 
 def add_commands(commands) -> None:
@@ -111,31 +153,10 @@ def add_commands(commands) -> None:
         description="Methods: nonprivate, ours (ClippedGradientSum), vmap (torch.func over the whole model), "
         "opacus_hooks, opacus_ghost; each a full AdamW step on the same model, batch and mask noise.",
     )
-    dp_step.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        help="a named shape (vip-base: MAE base, 224 px, patch 16, batch 128 in micro-batches of 32; paper: "
-        "MAE base, 224 px, patch 16, batch 2,048 in micro-batches of 256, bf16 on CUDA); flags given beside it "
-        "override it",
-    )
-    dp_step.add_argument("--model", help="MAE size, or <size>_dec<depth> (default micro)")
-    dp_step.add_argument("--image-size", type=positive_int, help="default 32")
-    dp_step.add_argument("--patch-size", type=positive_int, help="default 4")
-    dp_step.add_argument("--batch", type=positive_int, help="default 64")
-    dp_step.add_argument(
-        "--micro-batch",
-        type=positive_int,
-        help="split the batch into passes of this size, every method (default: one pass)",
-    )
+    add_shape_arguments(dp_step)
     dp_step.add_argument("--rounds", type=positive_int, default=5, help="timed round-robin rounds (median reported)")
     dp_step.add_argument("--warmup", type=int, default=1, help="untimed steps per method first")
     dp_step.add_argument("--threads", type=positive_int, default=1, help="torch threads of the timed processes")
-    dp_step.add_argument("--device", choices=["cpu", "cuda"], help="where the steps run (default cpu)")
-    dp_step.add_argument(
-        "--precision",
-        choices=["fp32", "bf16"],
-        help="bf16: every method's forward passes under bfloat16 autocast, as DP-MAE trains on a GPU (default fp32)",
-    )
     dp_step.add_argument(
         "--memory",
         choices=["live", "rss"],
@@ -157,6 +178,21 @@ def add_commands(commands) -> None:
     )
     dp_step.add_argument("--json", action="store_true", help="print one JSON object")
     dp_step.set_defaults(handler=cmd_bench_dp_step)
+    dp_ops = bench_commands.add_parser(
+        "dp-ops",
+        help="operations a DP training step issues against the non-private step (a GPU step's host work)",
+        description="Counts the launching aten operations of one step of each method (after a warm-up step), "
+        "in this process; with --gpu-path, on a CPU, those of the path a CUDA device takes.",
+    )
+    add_shape_arguments(dp_ops)
+    dp_ops.add_argument(
+        "--gpu-path",
+        action="store_true",
+        help="on a CPU, count the CUDA path: 16-bit products into float32, the fused ghost norm, foreach AdamW",
+    )
+    dp_ops.add_argument("--methods", nargs="+", default=["nonprivate", "ours"], help="nonprivate is always counted")
+    dp_ops.add_argument("--json", action="store_true", help="print one JSON object")
+    dp_ops.set_defaults(handler=cmd_bench_dp_ops)
     workflow = bench_commands.add_parser(
         "workflow",
         help="where the last workflow run's time went: per stage, the slowest jobs, start-up share",

@@ -75,6 +75,24 @@ def sixteen_bit_products_to_float32(device: torch.device) -> bool:
         return False
 
 
+@functools.cache
+def adds_sixteen_bit_products_in_place(device: torch.device) -> bool:
+    """Whether torch adds 16-bit products into a float32 matrix in one kernel on `device`
+    (`addmm(total, x, y, out_dtype=float32, out=total)`: CUDA, in the torch versions whose
+    addmm takes a float32 `self` beside 16-bit operands). Tried once on a small case whose
+    answer is known, so a torch that refuses it, or ignores `self`, keeps the product and
+    the add apart."""
+    if not sixteen_bit_products_to_float32(device):
+        return False
+    try:
+        total = torch.full((2, 2), 0.5, device=device)
+        ones = torch.ones(2, 3, dtype=torch.bfloat16, device=device)
+        torch.addmm(total, ones, ones.T, out_dtype=torch.float32, out=total)
+        return torch.equal(total, torch.full_like(total, 3.5))
+    except (TypeError, RuntimeError, NotImplementedError):
+        return False
+
+
 def float32_bmm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x @ y in float32, accumulating in float32: 16-bit operands stay 16-bit where torch can
     (tensor cores) and are widened elsewhere."""
@@ -89,6 +107,8 @@ def _add_float32_mm_(total: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> N
     """total += x @ y (total float32), accumulating in float32 whatever the operands' dtype."""
     if x.dtype not in SIXTEEN_BIT:
         total.addmm_(x, y)
+    elif adds_sixteen_bit_products_in_place(x.device):  # one launch, not a product and an add
+        torch.addmm(total, x, y, out_dtype=torch.float32, out=total)
     elif sixteen_bit_products_to_float32(x.device):
         total.add_(torch.mm(x, y, out_dtype=torch.float32))
     else:
