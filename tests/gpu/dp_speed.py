@@ -12,6 +12,9 @@ bound, kept apart from the job steps:
   micro-batches are chosen from.
 - `bound`: the clip bound on the device (cancelling tokens under bf16 autocast: each share at
   most C) and its cost on ViP-Base's MAE gradients (computed norm over the bound).
+- `operations`: `dpvip bench dp-ops` on the device at bf16 and fp32, 512 / 256, beside the
+  CUDA path as a CPU counts it (`--gpu-path`): the host's operations a step, and whether the
+  CPU's count of the CUDA path is the device's.
 """
 
 from __future__ import annotations
@@ -231,7 +234,7 @@ def bound(device: str, tiny: bool) -> dict:
 
     from dpvip.models import MAESettings
     from dpvip.models.mae import MaskedAutoencoder
-    from dpvip.privacy import clipping
+    from dpvip.privacy import clipping, layer_rules
     from dpvip.privacy.clipping import ClippedGradientSum
 
     shares = []
@@ -268,6 +271,7 @@ def bound(device: str, tiny: bool) -> dict:
     return {
         **fused_ghost_check(device, tiny),
         "sixteen_bit_products_to_float32": clipping.sixteen_bit_products_to_float32(torch.device(device)),
+        "adds_sixteen_bit_products_in_place": layer_rules.adds_sixteen_bit_products_in_place(torch.device(device)),
         "cancelling_max_share_over_c": max(shares),
         "cancelling_cases": len(shares),
         "mae_norm_over_bound_min": float(ratio.min()),
@@ -326,3 +330,28 @@ def noise_kernel(device: str, tiny: bool) -> dict:
         "coordinates": flat.numel(),
         "seconds": statistics.median(seconds[1:]),
     }
+
+
+# --- the host's operations a step -------------------------------------------------------------
+def operations(device: str, tiny: bool) -> dict:
+    """Operations a step (`dpvip.bench.operations`), ours and the non-private step, on the
+    device (ViP-Base 224 px, 512 / 256) and as this machine's CPU counts the CUDA path (the
+    same model at 4 / 2: the count does not depend on the batch)."""
+    from dpvip.bench.methods import BenchSetup
+    from dpvip.bench.operations import count_operations
+
+    model = {"model": "micro"} if tiny else {"model": "base", "image_size": 224, "patch_size": 16}
+    report = {}
+    for precision in ("bf16", "fp32"):
+        runs = {"device": BenchSetup(**model, batch=4 if tiny else 512, micro_batch=2 if tiny else 256, device=device,
+                                     precision=precision),
+                "cpu_counting_cuda_path": BenchSetup(**model, batch=4, micro_batch=2, precision=precision)}  # fmt: skip
+        for label, setup in runs.items():
+            result = count_operations(setup, ["ours"], gpu_path=True)
+            report[f"{precision} {label}"] = {
+                "nonprivate": result.total("nonprivate"),
+                "ours": result.total("ours"),
+                "ratio": result.ratio("ours"),
+                "added": result.added("ours"),
+            }
+    return report

@@ -2,8 +2,9 @@
 tiny form runs in tests/gpu/test_paper_steps.py): the DP step's speed and clip bound
 (`dp_speed`: the bench at ViP-Base shape in bf16 and fp32 and the `paper` preset, each DP
 job type's step against its non-private step, the fused noise kernel, the clip bound on the
-device), then one or two real steps of each paper GPU job type that only a GPU runs at
-paper shape, through the same code paths the workflow's jobs take:
+device, the host's operations a step on the device and as a CPU counts them), then one or
+two real steps of each paper GPU job type that only a GPU runs at paper shape, through the
+same code paths the workflow's jobs take:
 
 - DP-MAE (ViP) at MAE base, 224 px, micro-batches of 32, an expected batch of one GPU's
   share (the paper: 98,304 over 48 GPUs = 2,048), on LAION-format shards of the stand-in;
@@ -272,7 +273,8 @@ def main() -> int:
     parser.add_argument("--before", type=Path, help="an earlier src/ whose ours the bench times beside")
     parser.add_argument("--bench-shapes", nargs="+", help="precision:batch:micro-batch (default: all four)")
     parser.add_argument("--bench-methods", nargs="+", help="beside nonprivate (default: ours opacus_ghost)")
-    parts = ["bound", "noise", "noise_kernel", "bench", "ratios", "dp_mae", "coco", "dp_finetune", "ade20k", "profile"]
+    parts = ["bound", "operations", "noise", "noise_kernel", "bench", "ratios", "dp_mae", "coco", "dp_finetune",
+             "ade20k", "profile"]  # fmt: skip
     parser.add_argument("--parts", nargs="+", default=parts, choices=parts)
     args = parser.parse_args()
     if args.device == "cpu":  # the fused noise kernel then runs in Triton's interpreter
@@ -301,6 +303,8 @@ def main() -> int:
                 report["ratios"] = dp_speed.job_ratios(args.device, args.tiny)
             elif part == "bound":
                 report["bound"] = dp_speed.bound(args.device, args.tiny)
+            elif part == "operations":
+                report["operations"] = dp_speed.operations(args.device, args.tiny)
             elif part == "noise_kernel":
                 report["noise_kernel"] = dp_speed.noise_kernel(args.device, args.tiny)
             elif part == "dp_mae":

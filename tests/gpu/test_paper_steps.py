@@ -17,7 +17,7 @@ def test_the_tiny_paper_steps_run_every_job_type(tmp_path):
     environment = os.environ | {"PYTHONPATH": str(SCRIPT.parents[2] / "src")}
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--device", "cpu", "--tiny",
-         "--parts", "noise", "noise_kernel", "bound", "ratios", "dp_mae", "dp_finetune", "coco"],
+         "--parts", "noise", "noise_kernel", "bound", "operations", "ratios", "dp_mae", "dp_finetune", "coco"],
         capture_output=True, text=True, env=environment, cwd=tmp_path, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -33,6 +33,11 @@ def test_the_tiny_paper_steps_run_every_job_type(tmp_path):
     assert 0.99 <= bound["mae_norm_over_bound_min"] <= 1.0
     # the fused ghost norm (interpreted) within the bound's error term, its S never below the exact
     assert bound["fused_error_over_bound_max"] <= 1.0 and bound["fused_exact_s_over_enlarged_max"] <= 1.0
+    # the operations a step: on CPU "device" is the CPU counting the CUDA path, as the other row
+    operations = report["operations"]
+    assert set(operations) == {f"{p} {run}" for p in ("bf16", "fp32") for run in ("device", "cpu_counting_cuda_path")}
+    assert operations["bf16 device"] == operations["bf16 cpu_counting_cuda_path"]
+    assert all(row["ours"] > row["nonprivate"] > 0 for row in operations.values())
     # every DP job type's step timed beside its non-private step (times are not asserted)
     assert set(report["ratios"]) == {"dp_mae 4", "dp_finetune 4", "dprandp_private", "linear_head"}
     assert {row["examples"] for row in report["ratios"].values()} == {8, 32}

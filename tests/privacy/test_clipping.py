@@ -225,6 +225,41 @@ def test_ghost_norm_by_symmetric_blocks_is_the_per_example_gradient_norm(tokens)
     torch.testing.assert_close(ghost_squared_norms(a, g), want, rtol=1e-12, atol=0)
 
 
+def test_the_in_place_16_bit_addmm_is_taken_only_where_torch_gets_it_right(monkeypatch):
+    # On CUDA the clipped sum adds 16-bit products into the float32 sums by one addmm where
+    # torch can; the probe tries a case with a known answer, so a torch that refuses the call
+    # or ignores the float32 `self` (an older addmm) keeps the product and the add apart.
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from dpvip.privacy import layer_rules
+
+    cpu = torch.device("cpu")
+    probe = layer_rules.adds_sixteen_bit_products_in_place
+    assert not probe(cpu)  # no 16-bit products into float32 on CPU at all
+
+    class Addmm(TorchDispatchMode):  # addmm.dtype_out as a torch might do it
+        def __init__(self, behaviour):
+            super().__init__()
+            self.behaviour = behaviour
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is not torch.ops.aten.addmm.dtype_out:
+                return func(*args, **(kwargs or {}))
+            total, x, y, out = args[0], args[1].float(), args[2].float(), kwargs["out"]
+            if self.behaviour == "refuses":
+                raise RuntimeError("self and mat2 must have the same dtype")
+            return torch.mm(x, y, out=out) if self.behaviour == "ignores self" else torch.addmm(total, x, y, out=out)
+
+    monkeypatch.setattr(layer_rules, "sixteen_bit_products_to_float32", lambda device: True)
+    try:
+        for behaviour, taken in (("right", True), ("ignores self", False), ("refuses", False)):
+            probe.cache_clear()
+            with Addmm(behaviour):
+                assert probe(cpu) is taken, behaviour
+    finally:
+        probe.cache_clear()
+
+
 def test_grams_are_blocked_except_float32_on_cuda():
     # Measured on an H200: float32 Grams run fastest whole there; bf16 operands' float32
     # products stay in blocks (their kernel's time follows their size), as on CPU.

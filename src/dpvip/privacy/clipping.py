@@ -137,7 +137,8 @@ class ClippedGradientSum:
         self.flat = torch.zeros(sum(p.numel() for p in self.params), dtype=torch.float32, device=device)
         self.sums = [part.view_as(p) for part, p in zip(self.flat.split([p.numel() for p in self.params]), self.params)]
         self._sum_of = {param: total for param, total in zip(self.params, self.sums)}
-        self._offsets = dict(zip(map(id, self.params), itertools.accumulate((p.numel() for p in self.params), initial=0)))
+        starts = itertools.accumulate((p.numel() for p in self.params), initial=0)
+        self._offsets = dict(zip(map(id, self.params), starts))  # each parameter's start in `flat`
         self._places: dict[tuple, torch.Tensor] = {}  # formed parameters -> their indices in `flat`
         self._layer_rules = {layer: _rules(layer) for layer in self.layers}
         self._idle_checked: set[frozenset] = set()  # sets of layers not run whose parameters are checked unused
