@@ -10,7 +10,8 @@ ghost norm (a Triton kernel, not an aten operation; the CUDA noise kernel, one a
 not counted). With `gpu_path`, a CPU counts the path a CUDA device takes: 16-bit matrix
 products into float32 (`out_dtype`, and added in place by `addmm`: one operation each; the
 CPU has no kernel for them, so they are computed widened, uncounted), the fused ghost norm
-(its values from the batched products, uncounted) and AdamW's foreach update. The noise
+(its values from the batched products, uncounted), float32 Grams whole (not in blocks) and
+AdamW's foreach update. The noise
 stays the CPU's (a keyed mt19937: a few operations a step).
 """
 
@@ -112,6 +113,8 @@ def _counted_paths(counter: OperationCounter, optimizers: list, emulate: bool):
             cuda_only = ("sixteen_bit_products_to_float32", "adds_sixteen_bit_products_in_place", "fused_ghost_runs_on")
             for name in cuda_only:
                 stack.enter_context(mock.patch.object(layer_rules, name, lambda device: True))
+            whole = functools.partial(layer_rules._gram_blocks, device_type="cuda")  # float32 Grams whole
+            stack.enter_context(mock.patch.object(layer_rules, "_gram_blocks", whole))
         yield
 
 

@@ -150,15 +150,15 @@ def ghost_squared_norms(a: torch.Tensor, g: torch.Tensor, wide: bool = False) ->
     return total
 
 
-def _gram_blocks(a: torch.Tensor) -> int:
+def _gram_blocks(a: torch.Tensor, device_type: str | None = None) -> int:
     """How many blocks a ghost norm cuts its tokens into: about T / GRAM_BLOCK_TOKENS, except
     float32 operands on CUDA, whose Grams run fastest whole (fewer launches). Measured on an
     H200 (ViP-Base, batch 512 in micro-batches of 256): fp32 1.20x -> 1.15x the non-private
     step whole. 16-bit operands on CUDA take the fused kernel where Triton is installed
     (`_token_squared_norms`); without it they stay in blocks, since torch 2.11 runs their
     float32-output batched products on a slow kernel whose time follows the products' size
-    (whole: 2.0x, blocks: 1.55x)."""
-    if a.device.type == "cuda" and a.dtype not in SIXTEEN_BIT:
+    (whole: 2.0x, blocks: 1.55x). `device_type`: the device to choose for (default: a's)."""
+    if (device_type or a.device.type) == "cuda" and a.dtype not in SIXTEEN_BIT:
         return 1
     return max(1, round(a.shape[1] / GRAM_BLOCK_TOKENS))
 
