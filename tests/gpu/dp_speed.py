@@ -342,7 +342,7 @@ def operations(device: str, tiny: bool) -> dict:
 
     model = {"model": "micro"} if tiny else {"model": "base", "image_size": 224, "patch_size": 16}
     report = {}
-    for precision in ("bf16", "fp32"):
+    for precision in ("bf16",) if tiny else ("bf16", "fp32"):
         runs = {"device": BenchSetup(**model, batch=4 if tiny else 512, micro_batch=2 if tiny else 256, device=device,
                                      precision=precision),
                 "cpu_counting_cuda_path": BenchSetup(**model, batch=4, micro_batch=2, precision=precision)}  # fmt: skip
