@@ -131,7 +131,8 @@ class OperationCounts:
         return self.total(name) / self.total("nonprivate")
 
     def added(self, name: str, top: int = 12) -> list[tuple[str, int]]:
-        """The operations the method adds to the non-private step's, most first."""
+        """Per operation name, the method's count less the non-private step's (those it adds
+        most first; a negative count is one it needs fewer of)."""
         extra = self.counts[name].copy()
         extra.subtract(self.counts["nonprivate"])
         return [(op, n) for op, n in extra.most_common() if n][:top]
