@@ -60,6 +60,7 @@ def _summary(record: dict) -> dict:
     return {name: {key: row.get(key) for key in keep} for name, row in record["methods"].items()} | {
         "cross_check": record["cross_check"],
         "noise_seconds": record["noise"].get("seconds"),
+        "norms_seconds": record.get("norms", {}).get("seconds"),  # absent from code before 2026-11-29
     }
 
 

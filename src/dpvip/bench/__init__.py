@@ -6,8 +6,9 @@ Modules: `methods` (the setup, the methods `nonprivate`, `ours`, `vmap`, `opacus
 `opacus_ghost`, and the DP constants), `timing` (runners stepping a method in this process
 or in its own forked one, the cross-check of clipped sums, round-robin timing), `heap`
 (the glibc heap of the timed processes), `memory` (peak growth of CUDA memory or of the
-resident set), `report` (`run_bench`, `BenchResult`, `format_result`). The names used by
-the command line and the tests are re-exported here.
+resident set), `shares` (ours' noise and per-example norms timed alone), `report`
+(`run_bench`, `BenchResult`, `format_result`), `operations` (`dpvip bench dp-ops`). The
+names used by the command line and the tests are re-exported here.
 """
 
 from dpvip.bench.memory import MEMORY_MODES, MEMORY_STEPS, cpu_peak_growth, cuda_peak_growth, memory_method

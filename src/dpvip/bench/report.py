@@ -1,14 +1,14 @@
 """The `dpvip bench dp-step` benchmark as a whole: `run_bench` measures peak memory
 (`memory`), starts a runner per method, cross-checks their clipped sums and times them
-(`timing`); `BenchResult` holds the samples, medians and ratios to the non-private step
-(and the JSON record); `format_result` prints the table.
+(`timing`), then times ours' noise and per-example norms alone (`shares`); `BenchResult`
+holds the samples, medians and ratios to the non-private step (and the JSON record);
+`format_result` prints the table.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
-import time
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -25,10 +25,8 @@ from dpvip.bench.methods import (
     NOISE_MULTIPLIER,
     BenchSetup,
     make_methods,
-    trainable,
 )
-from dpvip.privacy.noise import add_gaussian_noise_, noise_stream
-from dpvip.privacy.randomness import RunRandomness
+from dpvip.bench.shares import time_noise, time_norms
 from dpvip.bench.timing import LocalRunner, ProcessRunner, cross_check, time_methods
 
 TARGET_TIME_RATIO, TARGET_MEMORY_RATIO = 1.10, 1.15  # the project's targets (docs/measurements.md)
@@ -59,6 +57,7 @@ class BenchResult:
     memory_mode: str = "live"
     heap: str = "kept"  # the timing processes' heap (`heap.HEAP_MODES`; CPU only)
     noise: dict = field(default_factory=dict)  # parameters, seconds: the per-step noise draw alone
+    norms: dict = field(default_factory=dict)  # layers, micro_batches, seconds: ours' per-example norms alone, a step
     torch_version: str = field(default_factory=lambda: torch.__version__)
     huge_pages: bool = field(default_factory=huge_pages_on)
     malloc: str = field(default_factory=malloc_tunables)
@@ -125,6 +124,7 @@ class BenchResult:
             "methods": methods,
             "cross_check": self.cross_check,
             "noise": self.noise,
+            "norms": self.norms,
         }
 
 
@@ -173,28 +173,41 @@ def run_bench(
         finally:
             for runner in runners.values():
                 runner.close()
-    return BenchResult(setup, threads, rounds, warmup, samples, peak, checked, memory, heap, time_noise(setup, rounds))
-
-
-def time_noise(setup: BenchSetup, rounds: int) -> dict:
-    """The step's noise alone: N(0, (sigma C)^2) on every trainable parameter, drawn as the DP
-    step draws it (after the workers are gone: this process then computes)."""
-    model, _, _ = setup.build()
-    flat = torch.zeros(sum(p.numel() for p in trainable(model)), device=setup.device)
-    del model
-    seconds = []
-    for step in range(rounds):
-        stream = noise_stream(RunRandomness.seeded(setup.seed), step, flat.device)
-        began = time.perf_counter()
-        add_gaussian_noise_(flat, NOISE_MULTIPLIER * CLIP_NORM, stream)
-        if setup.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        seconds.append(time.perf_counter() - began)
-    return {"parameters": flat.numel(), "seconds": statistics.median(seconds)}
+    # timed here once the timed processes are gone (this process then computes)
+    shares = {"noise": time_noise(setup, rounds), "norms": time_norms(setup, rounds) if "ours" in names else {}}
+    return BenchResult(setup, threads, rounds, warmup, samples, peak, checked, memory, heap, **shares)
 
 
 def _spread(ratios: list[float]) -> str:
     return f"{min(ratios):.2f}x / {statistics.median(ratios):.2f}x / {max(ratios):.2f}x"
+
+
+def _shares_of_ours(result: BenchResult) -> list[str]:
+    """What the noise and the per-example norms, each timed alone, are of ours' step, and what
+    ours' step less both is against the non-private step (the clipped sums' extra over the
+    weight gradients and the clipper's bookkeeping; where per-example gradients are formed,
+    their work is in the norms' and takes the place of the weight gradients')."""
+    ours, lines, rest = result.median("ours"), [], result.median("ours")
+    if result.noise:
+        seconds = result.noise["seconds"]
+        rest -= seconds
+        lines.append(
+            f"of which the noise, once per step whatever the batch ({result.noise['parameters']:,} parameters, "
+            f"4 draws each): {seconds:.4f} s = {seconds / ours:.0%} of ours' step"
+        )
+    if result.norms:
+        seconds, norms = result.norms["seconds"], result.norms
+        rest -= seconds
+        lines.append(
+            f"of which the per-example norms ({norms['layers']} layers' norm rules timed alone on the first "
+            f"micro-batch's inputs, times {norms['micro_batches']} micro-batch(es)): {seconds:.4f} s = "
+            f"{seconds / ours:.0%} of ours' step"
+        )
+    if result.noise and result.norms:
+        lines.append(
+            f"ours' step less the noise and the norms: {rest / result.median('nonprivate'):.2f}x the non-private step"
+        )
+    return lines
 
 
 def format_result(result: BenchResult) -> str:
@@ -245,12 +258,8 @@ def format_result(result: BenchResult) -> str:
             if result.cpu_median(name) is not None:
                 text += f", CPU {_spread(result.round_ratios(name, 'cpu_seconds'))}"
             lines.append(text)
-    if result.noise and "ours" in result.samples:
-        seconds = result.noise["seconds"]
-        lines.append(
-            f"of which the noise, once per step whatever the batch ({result.noise['parameters']:,} parameters, "
-            f"4 draws each): {seconds:.4f} s = {seconds / result.median('ours'):.0%} of ours' step"
-        )
+    if "ours" in result.samples:
+        lines += _shares_of_ours(result)
     if result.cross_check:
         reference = result.cross_check["reference"]
         lines.append("")
