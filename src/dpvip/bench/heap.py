@@ -6,9 +6,12 @@ On CPU a step's time depends on the heap: with glibc's defaults, freed memory at
 the heap is handed back to the system and large blocks are unmapped when freed, so every
 step touches gigabytes anew, page by page (1.3-1.6 million minor page faults per step of
 ViP-Base at micro-batch 32; how many varies between runs and between methods). Timing modes:
-- `kept` (default): trimming off and the mmap threshold fixed at 32 MiB, so freed memory
-  stays with the process and is reused, as a GPU's caching allocator keeps it. Both the
-  non-private and the DP step are at their fastest on this machine then (no-fault steps).
+- `kept` (default): trimming off and no block mmapped, whatever its size, so freed memory
+  stays with the process and is reused, as a GPU's caching allocator keeps it: after a
+  warm-up step, steps fault no page in. (Until 2026-11-29 the mmap threshold was only fixed at
+  32 MiB, glibc's largest: larger blocks were still mmapped and unmapped, and a ViP-Base step
+  at micro-batch 32 took 0.4-0.5 million minor faults, more in the DP step than in the
+  non-private one.)
 - `default`: glibc as the process found it (GLIBC_TUNABLES included).
 """
 
@@ -20,9 +23,9 @@ import ctypes.util
 from dpvip.errors import DpvipInputError
 
 HEAP_MODES = ("kept", "default")
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
-KEPT_MMAP_THRESHOLD = 32 * 2**20  # glibc's largest dynamic threshold on 64-bit systems
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4  # mallopt parameters (malloc.h)
 NO_TRIMMING = -1  # mallopt(M_TRIM_THRESHOLD, -1) turns trimming off
+NO_MMAP = 0  # mallopt(M_MMAP_MAX, 0): no block is mmapped, every one comes from (and returns to) the heap
 
 
 def mallopt(parameter: int, value: int) -> bool:
@@ -42,12 +45,12 @@ def set_heap(mode: str) -> None:
     """Applies a timing mode to this process (before it allocates its model)."""
     check_heap_mode(mode)
     if mode == "kept" and not (
-        mallopt(M_TRIM_THRESHOLD, NO_TRIMMING) and mallopt(M_MMAP_THRESHOLD, KEPT_MMAP_THRESHOLD)
+        mallopt(M_TRIM_THRESHOLD, NO_TRIMMING) and mallopt(M_MMAP_MAX, NO_MMAP)
     ):
         raise DpvipInputError("heap mode 'kept' needs glibc's mallopt; use --heap default")
 
 
 def heap_description(mode: str) -> str:
     if mode == "kept":
-        return f"kept (glibc trimming off, mmap threshold {KEPT_MMAP_THRESHOLD // 2**20} MiB: freed memory is reused)"
+        return "kept (glibc trimming off, no block mmapped: freed memory is reused)"
     return "glibc defaults"

@@ -186,7 +186,9 @@ def _shares_of_ours(result: BenchResult) -> list[str]:
     """What the noise and the per-example norms, each timed alone, are of ours' step, and what
     ours' step less both is against the non-private step (the clipped sums' extra over the
     weight gradients and the clipper's bookkeeping; where per-example gradients are formed,
-    their work is in the norms' and takes the place of the weight gradients')."""
+    their work is in the norms' and takes the place of the weight gradients'). The norms
+    timed alone read inputs that a step would have in cache: what is left can come out
+    below 1."""
     ours, lines, rest = result.median("ours"), [], result.median("ours")
     if result.noise:
         seconds = result.noise["seconds"]
