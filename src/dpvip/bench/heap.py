@@ -10,8 +10,7 @@ ViP-Base at micro-batch 32; how many varies between runs and between methods). T
   stays with the process and is reused, as a GPU's caching allocator keeps it: after a
   warm-up step, steps fault no page in. (Until 2026-11-29 the mmap threshold was only fixed at
   32 MiB, glibc's largest: larger blocks were still mmapped and unmapped, and a ViP-Base step
-  at micro-batch 32 took 0.4-0.5 million minor faults, more in the DP step than in the
-  non-private one.)
+  of one micro-batch of 32 faulted 0.41 million pages in, the DP step 0.48 million.)
 - `default`: glibc as the process found it (GLIBC_TUNABLES included).
 """
 
