@@ -144,7 +144,7 @@ def test_round_ratios_pair_each_step_with_the_non_private_step_of_its_round():
     text = format_result(result)
     assert "ours           wall 1.10x / 1.10x / 1.10x, CPU 1.00x / 1.10x / 1.20x" in text
     assert (
-        "heap of the timed processes: kept (glibc trimming off, mmap threshold 32 MiB" in text
+        "heap of the timed processes: kept (glibc trimming off, no block mmapped" in text
         and "glibc tunables at start: trim_threshold=1" in text
         and "(THP_MEM_ALLOC_ENABLE): on" in text
         and "ours <= 1.10x time, <= 1.15x memory" in text
