@@ -89,7 +89,9 @@ def recorded_norm_calls(setup: BenchSetup) -> tuple[list[_NormCall], torch.Tenso
 def time_norms(setup: BenchSetup, rounds: int) -> dict:
     """The per-example norms alone (the clipper's per-layer norm rules: the ghost norms'
     Grams, formed per-example gradients and their squares, the clip bound's terms), on the
-    layer inputs and backprops of ours' first micro-batch, times the micro-batches of a step."""
+    layer inputs and backprops of ours' first micro-batch, times the micro-batches of a step.
+    Where the products are bounded (bf16), the formed parts' squares are taken together after
+    the pass (`FormedParts`), a few operations a micro-batch not counted here."""
     calls, _, micro_batches = recorded_norm_calls(setup)
     for call in calls:  # warm-up: on a GPU, the fused kernel times its tile shapes here
         call.run()
