@@ -43,9 +43,7 @@ def check_heap_mode(mode: str) -> None:
 def set_heap(mode: str) -> None:
     """Applies a timing mode to this process (before it allocates its model)."""
     check_heap_mode(mode)
-    if mode == "kept" and not (
-        mallopt(M_TRIM_THRESHOLD, NO_TRIMMING) and mallopt(M_MMAP_MAX, NO_MMAP)
-    ):
+    if mode == "kept" and not (mallopt(M_TRIM_THRESHOLD, NO_TRIMMING) and mallopt(M_MMAP_MAX, NO_MMAP)):
         raise DpvipInputError("heap mode 'kept' needs glibc's mallopt; use --heap default")
 
 
