@@ -198,12 +198,12 @@ def _shares_of_ours(result: BenchResult) -> list[str]:
             f"4 draws each): {seconds:.4f} s = {seconds / ours:.0%} of ours' step"
         )
     if result.norms:
-        seconds, norms = result.norms["seconds"], result.norms
-        rest -= seconds
+        norms = result.norms
+        rest -= norms["seconds"]
         lines.append(
             f"of which the per-example norms ({norms['layers']} layers' norm rules timed alone on the first "
-            f"micro-batch's inputs, times {norms['micro_batches']} micro-batch(es)): {seconds:.4f} s = "
-            f"{seconds / ours:.0%} of ours' step"
+            f"micro-batch's inputs, times {norms['micro_batches']} micro-batch(es)): {norms['seconds']:.4f} s = "
+            f"{norms['seconds'] / ours:.0%} of ours' step"
         )
     if result.noise and result.norms:
         lines.append(

@@ -17,14 +17,10 @@ from unittest import mock
 import torch
 
 from dpvip.bench.methods import CLIP_NORM, NOISE_MULTIPLIER, BenchSetup, make_methods, trainable
+from dpvip.bench.timing import _synchronise
 from dpvip.privacy.layer_rules import _Call
 from dpvip.privacy.noise import add_gaussian_noise_, noise_stream
 from dpvip.privacy.randomness import RunRandomness
-
-
-def _synchronise(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def time_noise(setup: BenchSetup, rounds: int) -> dict:
