@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("triton")
 
@@ -61,8 +62,8 @@ sys.path.insert(0, {tests!r})
 from test_rounding import cancelling_example, clipped_share, random_example
 from dpvip.privacy import fused_ghost, layer_rules
 calls = []
-original = fused_ghost.fused_ghost_squared_norms
-layer_rules.fused_ghost_squared_norms = lambda a, g: calls.append(a.shape) or original(a, g)
+original = fused_ghost.fused_ghost_tiles
+layer_rules.fused_ghost_tiles = lambda a, g: calls.append(a.shape) or original(a, g)
 shares = []
 for scale in (1.0, 2.0**13, 2.0**-13):
     a, g = cancelling_example(64, scale, 256, 192)
@@ -72,6 +73,37 @@ a, g = random_example(64, fan_in=256, fan_out=192)
 share, norm = clipped_share(a, g, 1e-3)
 random_share = float(torch.linalg.norm(share)) / 1e-3
 print(json.dumps({{"shares_over_c": shares, "random_share_over_c": random_share, "fused_calls": len(calls)}}))
+"""
+
+TWO_LAYERS = """
+import json, torch
+from torch import nn
+from dpvip.privacy import fused_ghost, layer_rules
+from dpvip.privacy.clipping import ClippedGradientSum
+
+class TwoTokenCounts(nn.Module):  # ghost norms on 40 tokens (4 tiles of 32) and on 20 (1 tile)
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(128, 128), nn.Linear(256, 96)
+    def forward(self, x):
+        return self.second(self.first(x).reshape(x.shape[0], 20, 256))
+
+calls = []
+original = fused_ghost.fused_ghost_tiles
+layer_rules.fused_ghost_tiles = lambda a, g: calls.append(tuple(a.shape)) or original(a, g)
+torch.manual_seed(0)
+model, x = TwoTokenCounts(), torch.randn(5, 40, 128) * torch.tensor([1.0, 3.0, 0.1, 10.0, 1.0])[:, None, None]
+target = torch.randn(5, 20, 96)
+out = {{}}
+for fused in (True, False):
+    layer_rules.fused_ghost_runs_on = lambda device: fused
+    summer = ClippedGradientSum(model, 1000.0)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, norms = summer.add(lambda: ((model(x).float() - target) ** 2).sum((1, 2)))
+    summer.close()
+    out[str(fused)] = {{"norms": norms.tolist(), "sums": [float(t.norm()) for t in summer.sums]}}
+out["fused_calls"] = calls
+print(json.dumps(out))
 """
 
 
@@ -118,6 +150,28 @@ def test_the_clipper_uses_it_and_keeps_each_share_within_c():
     assert result["fused_calls"] == 4  # one ghost-norm layer, four inputs
     assert max(result["shares_over_c"]) <= 1.0  # cancelling tokens: ~0.02 C, as on the GPU
     assert result["random_share_over_c"] >= 0.95  # random tokens: clipped to about C, not to nothing
+
+
+def test_layers_with_other_tile_counts_are_summed_each_as_its_own():
+    # The clipper sums every fused layer's tiles at once (`summed_tiles`): norms and clipped
+    # sums as with the batched products, on layers of 4 and 1 tiles, some examples clipped.
+    result = interpreted(TWO_LAYERS)
+    assert result["fused_calls"] == [[5, 20, 256], [5, 40, 128]]  # the backward pass's order
+    fused, batched = result["True"], result["False"]
+    assert min(fused["norms"]) < 1000.0 < max(fused["norms"])  # clipped and unclipped examples
+    for got, expected in zip(fused["norms"] + fused["sums"], batched["norms"] + batched["sums"]):
+        assert abs(got - expected) <= 1e-5 * expected
+
+
+def test_summed_tiles_are_each_layers_own_sums():
+    from dpvip.privacy.fused_ghost import summed_tiles
+
+    torch.manual_seed(0)
+    tiles = [torch.randn(3, 2, count, dtype=torch.float64) for count in (9, 1, 4, 1)]
+    squares, norm_sums = summed_tiles(tiles)
+    per_layer = torch.stack([part.sum(2) for part in tiles])  # (layers, examples, 2)
+    assert torch.allclose(squares, per_layer[:, :, 0].sum(0), rtol=1e-12)
+    assert torch.allclose(norm_sums, per_layer[:, :, 1], rtol=1e-12)
 
 
 def test_the_output_has_room_for_the_smallest_tile_shape():

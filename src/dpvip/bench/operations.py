@@ -67,7 +67,7 @@ class OperationCounter(TorchDispatchMode):
 
 
 class _FusedGhostStandIn:
-    """`gram_kernel`'s kernel as `fused_ghost_squared_norms` launches it (`kernel[grid](...)`),
+    """`gram_kernel`'s kernel as `fused_ghost_tiles` launches it (`kernel[grid](...)`),
     for counting on a CPU: its values from the batched products, not counted."""
 
     def __init__(self, counter: OperationCounter):
@@ -102,10 +102,10 @@ def _counted_paths(counter: OperationCounter, optimizers: list, emulate: bool):
 
     def fused(a, g):
         counter.launched("triton.ghost_norm")
-        return fused_ghost.fused_ghost_squared_norms(a, g, **kernel)
+        return fused_ghost.fused_ghost_tiles(a, g, **kernel)
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.object(layer_rules, "fused_ghost_squared_norms", fused))
+        stack.enter_context(mock.patch.object(layer_rules, "fused_ghost_tiles", fused))
         if emulate:
             for optimizer in optimizers:
                 for group in optimizer.param_groups:

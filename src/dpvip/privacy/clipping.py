@@ -79,6 +79,7 @@ from dpvip.privacy.layer_rules import (  # noqa: F401  (CLIP_EPSILON ... _patche
     ghost_squared_norms,
     sixteen_bit_products_to_float32,
 )
+from dpvip.privacy.fused_ghost import summed_tiles
 from dpvip.privacy.rounding import bound_terms, bounded_clip_factors, reduced_precision
 
 
@@ -254,12 +255,12 @@ class ClippedGradientSum:
         torch.autograd.grad(total, [call.output for _, call in calls], allow_unused=True)
         # A layer the loss did not use has no backprops and contributes nothing.
         for layer, call in calls:
-            rows = [tuple(part.shape) for part in call.squared]
+            rows = [tuple(part.shape) for part in call.squared] + [(tiles.shape[0],) for tiles, _, _ in call.fused]
             rows += [(part[1].shape[0],) for part in call.parts.values() if call.bounded and part[0] == "formed"]
             self._check_rows(layer, rows, examples)
         squared = [part for _, call in calls for part in call.squared]  # in forward order, as before
         formed = self._formed_parts(calls)
-        if not squared and formed is None:
+        if not squared and formed is None and not any(call.fused for _, call in calls):
             norms = torch.zeros(examples, device=losses.device)
             factors = clip_factors(norms, self.clip_norm)
         elif any(call.bounded for _, call in calls):
@@ -306,14 +307,20 @@ class ClippedGradientSum:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(norms, clip factors) where products ran in reduced precision: the factors bound
         each example's share by C whatever the rounding (`dpvip.privacy.rounding`).
-        `squared`: the ghost parts' squared norms; `formed`: the formed parts."""
+        `squared`: the ghost parts' squared norms; `formed`: the formed parts; the fused ghost
+        norms' tiles are in the calls (`_Call.fused`)."""
         # one stack and one sum each: a few launches whatever the number of layers
-        total = torch.stack(squared).double().sum(0) if squared else None
+        totals = [torch.stack(squared).double().sum(0)] if squared else []
+        ghosts = [bound for _, call in calls for bound in call.ghost_bounds]
+        fused = [part for _, call in calls for part in call.fused]
+        if fused:
+            fused_squares, norm_sums = summed_tiles([tiles for tiles, _, _ in fused])
+            totals.append(fused_squares)
+            ghosts += [(norm_sum, e, r) for norm_sum, (_, e, r) in zip(norm_sums, fused)]
         formed_squares = formed.squared_norms() if formed is not None else None
         if formed_squares is not None:
-            total = formed_squares if total is None else total + formed_squares
-        total = total.clamp(min=0)
-        ghosts = [bound for _, call in calls for bound in call.ghost_bounds]
+            totals.append(formed_squares)
+        total = functools.reduce(torch.add, totals).clamp(min=0)
         errors, roundings = bound_terms(ghosts, formed_squares, total)
         return total.sqrt().float(), bounded_clip_factors(total, errors, roundings, self.clip_norm)
 

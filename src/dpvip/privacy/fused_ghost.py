@@ -39,16 +39,15 @@ def fused_ghost_runs_on(device_type: str) -> bool:
     return device_type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def fused_ghost_squared_norms(
-    a: torch.Tensor, g: torch.Tensor, kernel=None, **tiles
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per example (float64), <A A^T, G G^T> and S = sum_t ||a_t|| ||g_t|| from the Grams'
-    diagonals, from (examples, tokens, features) A and G of one dtype (any strides). The
-    diagonals are float32 sums of squares, so each is at least (1 - gamma_n) times its exact
-    value (n the fan-in or fan-out, all terms positive); `rounding.ghost_bound` enlarges S by
-    at least that much. `kernel`: by default, on a GPU, the one that times its tile shapes on
-    first use of each layer shape; the tests pass `gram_kernel.ghost_norm_tiles` with `tiles`
-    (BLOCK_T, BLOCK_K) to run one tile shape in the interpreter."""
+def fused_ghost_tiles(a: torch.Tensor, g: torch.Tensor, kernel=None, **tiles) -> torch.Tensor:
+    """The kernel's output for (examples, tokens, features) A and G of one dtype (any strides):
+    per example, float64 slots (examples, 2, slots), part 0 summing to <A A^T, G G^T> and part
+    1 to S = sum_t ||a_t|| ||g_t|| (`fused_ghost_squared_norms` sums them; the clipper sums
+    every layer's at once, `summed_tiles`). Every slot is written by the launch that counts:
+    none is left from the tuner's timed launches. `kernel`: by default, on a GPU, the one that
+    times its tile shapes on first use of each layer shape; the tests pass
+    `gram_kernel.ghost_norm_tiles` with `tiles` (BLOCK_T, BLOCK_K) to run one tile shape in the
+    interpreter."""
     if a.dtype != g.dtype or a.shape[:2] != g.shape[:2]:
         raise ValueError(f"ghost norm operands differ: {tuple(a.shape)} {a.dtype} and {tuple(g.shape)} {g.dtype}")
     if kernel is None:
@@ -62,7 +61,7 @@ def fused_ghost_squared_norms(
         )
     batch, tokens, fan_in = a.shape
     if not (batch and tokens):
-        return torch.zeros(2, batch, dtype=torch.float64, device=a.device).unbind(0)
+        return torch.zeros(batch, 2, 1, dtype=torch.float64, device=a.device)
     most = -(-tokens // SMALLEST_TILE)
     # not zeroed: the launch writes every slot of its grid, and only those are read
     out = torch.empty(batch, 2, most * most, dtype=torch.float64, device=a.device)
@@ -75,4 +74,31 @@ def fused_ghost_squared_norms(
 
     wide = a.dtype == torch.float32 or a.device.type == "cpu"  # IEEE float32 products; the interpreter
     kernel[grid](a, g, out, tokens, fan_in, g.shape[2], *a.stride(), *g.stride(), *out.stride()[:2], WIDE=wide, **tiles)
-    return out[:, :, : launched[-1] ** 2].sum(2).unbind(1)
+    return out[:, :, : launched[-1] ** 2]
+
+
+def fused_ghost_squared_norms(
+    a: torch.Tensor, g: torch.Tensor, kernel=None, **tiles
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per example (float64), <A A^T, G G^T> and S = sum_t ||a_t|| ||g_t|| from the Grams'
+    diagonals, from (examples, tokens, features) A and G of one dtype (any strides). The
+    diagonals are float32 sums of squares, so each is at least (1 - gamma_n) times its exact
+    value (n the fan-in or fan-out, all terms positive); `rounding.ghost_bound` enlarges S by
+    at least that much. `kernel`, `tiles`: as `fused_ghost_tiles`."""
+    return fused_ghost_tiles(a, g, kernel, **tiles).sum(2).unbind(1)
+
+
+def summed_tiles(slots: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """From several layers' `fused_ghost_tiles` of the same examples: (their squared norms
+    summed over the layers, per example; S per layer, (layers, examples)), float64, in three
+    operations whatever the number of layers (one per layer otherwise)."""
+    counts = tuple(part.shape[2] for part in slots)
+    together = torch.cat(slots, 2)
+    return together[:, 0].sum(1), (together[:, 1] @ _layer_indicator(counts, together.device)).T
+
+
+@functools.lru_cache(maxsize=64)
+def _layer_indicator(counts: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """(slots, layers) float64: 1 where the slot is the layer's (`counts`: slots per layer, in order)."""
+    layer_of_slot = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
+    return torch.nn.functional.one_hot(layer_of_slot, len(counts)).double().to(device)

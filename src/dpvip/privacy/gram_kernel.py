@@ -87,7 +87,7 @@ def tuned(do_bench=None):
     """`ghost_norm_tiles` choosing its tile shape per layer shape by timing each of CONFIGS
     (`do_bench`: Triton's timer on the device; the tests pass one for the interpreter).
     The layout of `out` follows BLOCK_T; the timed runs of other shapes leave tiles in it,
-    but `fused_ghost_squared_norms` reads only the slots of the grid launched last, each of
+    but `fused_ghost_tiles` returns only the slots of the grid launched last, each of
     which that launch writes."""
     return triton.autotune(CONFIGS, key=["tokens", "fan_in", "fan_out"], do_bench=do_bench)(ghost_norm_tiles)
 

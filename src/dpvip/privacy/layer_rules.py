@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from opacus.grad_sample import GradSampleModule
 from torch import nn
 
-from dpvip.privacy.fused_ghost import fused_ghost_runs_on, fused_ghost_squared_norms
-from dpvip.privacy.rounding import SIXTEEN_BIT, ghost_bound, round_down
+from dpvip.privacy.fused_ghost import fused_ghost_runs_on, fused_ghost_tiles
+from dpvip.privacy.rounding import SIXTEEN_BIT, ghost_bound, ghost_coefficients, round_down
 
 CLIP_EPSILON = 1e-6  # opacus' guard against division by a zero norm
 GRAM_BLOCK_TOKENS = 64  # about this many tokens per block of a ghost norm's Grams
@@ -41,6 +41,7 @@ class _Call:
     squared: list = field(default_factory=list)  # per-example squared norms, per parameter
     bounded: bool = False  # reduced-precision products: what the clip bound needs is kept
     ghost_bounds: list = field(default_factory=list)  # (S, e, r) per ghost-norm part (`rounding.ghost_bound`)
+    fused: list = field(default_factory=list)  # (tiles, e, r) per fused ghost-norm part (`fused_ghost_tiles`)
     parts: dict = field(default_factory=dict)  # what the clipped sum needs, per parameter name
 
 
@@ -172,10 +173,9 @@ def _token_squared_norms(layer: nn.Module, a: torch.Tensor, g: torch.Tensor, cal
         if tokens * (fan_in + fan_out) < fan_in * fan_out:
             call.parts["weight"] = ("ghost", a, g)
             if a.dtype in SIXTEEN_BIT and fused_ghost_runs_on(a.device.type):
-                # one kernel: the Grams' tiles never leave the chip, S from their diagonals
-                squared_norms, norm_sum = fused_ghost_squared_norms(a, g)
-                squared.append(squared_norms)
-                call.ghost_bounds.append(ghost_bound(a, g, norm_sum))
+                # one kernel: the Grams' tiles never leave the chip, S from their diagonals; its
+                # tile sums are summed with every fused layer's after the pass (`summed_tiles`)
+                call.fused.append((fused_ghost_tiles(a, g), *ghost_coefficients(a, g)))
             else:
                 squared.append(ghost_squared_norms(a, g, wide=call.bounded))
                 if call.bounded:

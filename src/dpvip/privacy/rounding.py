@@ -27,7 +27,10 @@ Then, per example:
    take one fused kernel (`dpvip.privacy.fused_ghost`): the same float32 Gram entries, their
    products exact in float64 (so the 2^-24 above is slack), and S from the Grams' diagonals
    (float32 sums of squares, each at least (1 - g_n) of its value; roots and sums in
-   float64), within the same enlargement.
+   float64), within the same enlargement. There the tile sums of every layer are summed in
+   one float64 sum: N terms (N the tiles of all layers) err by at most gamma64_N times the
+   sum of their magnitudes, itself at most the sum of the layers' S^2, which the 2^-24 left
+   over covers while N < 2^28.
 2. The clipped sum multiplies the rounded scaled operand fl(c g_t) (or fl(c a_t)) by the other
    one: the example's share differs from c W by at most r = c S ((1 + u_scale)(1 +
    product_error)(1 + gamma_T) - 1) in Frobenius norm (triangle inequality over tokens), with
@@ -132,11 +135,15 @@ def ghost_bound(
     layer's at once. `norm_sum`: S as the fused ghost norm computes it (from float32 sums
     of squares, square roots and sums in float64: within the same enlargement), else it is
     summed here in float32."""
-    tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
-    errors, roundings = _ghost_coefficients(tokens, fan_in, fan_out, a.dtype, product_error(a.dtype, a.device.type))
     if norm_sum is None:
         norm_sum, _ = token_norm_sum(a, g)  # its enlargement is the one folded into e and r
-    return norm_sum, errors, roundings
+    return norm_sum, *ghost_coefficients(a, g)
+
+
+def ghost_coefficients(a: torch.Tensor, g: torch.Tensor) -> tuple[float, float]:
+    """(e, r) of `ghost_bound` for the layer whose operands are `a` and `g`: numbers."""
+    tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
+    return _ghost_coefficients(tokens, fan_in, fan_out, a.dtype, product_error(a.dtype, a.device.type))
 
 
 @functools.lru_cache(maxsize=4096)
