@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dpvip.privacy.clipping import ClippedGradientSum, _patches, clip_factors
-from dpvip.privacy.rounding import ghost_bound, reduced_precision, round_down, token_norm_sum
+from dpvip.privacy.rounding import ghost_bound, ghost_coefficients, reduced_precision, round_down, token_norm_sum
 
 IN, OUT = 256, 192  # T (in + out) < in out up to 146 tokens: ghost norms
 GHOST_SHAPES = [(64, 256, 192), (196, 768, 512), (512, 2048, 1536)]  # (tokens, in, out)
@@ -61,7 +61,7 @@ def fused_ghost_errors(a: torch.Tensor, g: torch.Tensor, **run) -> list[float]:
     from dpvip.privacy.rounding import token_norm_sum_margin
 
     squared, norm_sum = fused_ghost_squared_norms(a, g, **run)
-    _, e, _ = ghost_bound(a, g, norm_sum)
+    e, _ = ghost_coefficients(a, g)
     exact_sum = exact_norm_sum(a, g)
     return [
         float(((squared - exact_squared_norms(a, g)).abs() / (e * norm_sum.square())).max()),

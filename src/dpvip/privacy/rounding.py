@@ -125,23 +125,21 @@ def round_down(factors: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.where(above, (rounded.view(torch.int16) - 1).view(dtype), rounded)
 
 
-def ghost_bound(
-    a: torch.Tensor, g: torch.Tensor, norm_sum: torch.Tensor | None = None
-) -> tuple[torch.Tensor, float, float]:
+def ghost_bound(a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, float, float]:
     """(S per example, e, r) for a ghost-norm layer (items 1 and 2 above): e S^2 is the most
     rounding can take from its squared norm, r S^2 the squared most that rounding the scaled
     operand can add to its unscaled share (the bound on S's own rounding folded into both).
     Per layer only S costs device work: e and r are numbers, and `bound_terms` sums every
-    layer's at once. `norm_sum`: S as the fused ghost norm computes it (from float32 sums
-    of squares, square roots and sums in float64: within the same enlargement), else it is
-    summed here in float32."""
-    if norm_sum is None:
-        norm_sum, _ = token_norm_sum(a, g)  # its enlargement is the one folded into e and r
+    layer's at once. S is summed here in float32; the fused ghost norm computes its own
+    (from float32 sums of squares, square roots and sums in float64: within the same
+    enlargement) and takes only `ghost_coefficients` from here."""
+    norm_sum, _ = token_norm_sum(a, g)  # its enlargement is the one folded into e and r
     return norm_sum, *ghost_coefficients(a, g)
 
 
 def ghost_coefficients(a: torch.Tensor, g: torch.Tensor) -> tuple[float, float]:
-    """(e, r) of `ghost_bound` for the layer whose operands are `a` and `g`: numbers."""
+    """(e, r) of `ghost_bound` for the layer whose operands are `a` and `g`: numbers, worked
+    out once per layer shape and precision."""
     tokens, fan_in, fan_out = a.shape[1], a.shape[2], g.shape[2]
     return _ghost_coefficients(tokens, fan_in, fan_out, a.dtype, product_error(a.dtype, a.device.type))
 
