@@ -83,8 +83,9 @@ def fused_ghost_squared_norms(
     """Per example (float64), <A A^T, G G^T> and S = sum_t ||a_t|| ||g_t|| from the Grams'
     diagonals, from (examples, tokens, features) A and G of one dtype (any strides). The
     diagonals are float32 sums of squares, so each is at least (1 - gamma_n) times its exact
-    value (n the fan-in or fan-out, all terms positive); `rounding.ghost_bound` enlarges S by
-    at least that much. `kernel`, `tiles`: as `fused_ghost_tiles`."""
+    value (n the fan-in or fan-out, all terms positive); the coefficients of
+    `rounding.ghost_coefficients` enlarge S by at least that much. `kernel`, `tiles`: as
+    `fused_ghost_tiles`."""
     return fused_ghost_tiles(a, g, kernel, **tiles).sum(2).unbind(1)
 
 
