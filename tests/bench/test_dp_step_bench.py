@@ -183,7 +183,7 @@ print(rss_mb() - before)
 """
 
 
-@pytest.mark.parametrize("blocks, mebibytes", [(300, 1), (5, 64)])
+@pytest.mark.parametrize("blocks, mebibytes", [(300, 1), pytest.param(5, 64, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("mode, kept", [("kept", True), ("live", False)])
 def test_a_kept_heap_holds_on_to_freed_memory(mode, kept, blocks, mebibytes):
     # The timed processes' heap: 300 or 320 MiB freed stays resident, to be reused by the next
