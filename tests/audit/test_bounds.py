@@ -176,8 +176,18 @@ def test_the_halves_are_random_so_sorted_scores_show_nothing():
 def test_the_headline_reads_each_column_at_the_bonferroni_confidence():
     from dpvip.audit.bounds import headline_confidence
 
-    assert headline_confidence(0.95, 3) == pytest.approx(1 - 0.05 / 3)
-    # a stricter confidence can only lower a bound
-    rng = np.random.default_rng(14)
-    inside, outside = 1.0 + rng.standard_normal(8000), rng.standard_normal(8000)
-    assert tight_epsilon(inside, outside, 1e-5, headline_confidence(0.95, 3)) <= tight_epsilon(inside, outside, 1e-5)
+    each = headline_confidence(0.95, 3)
+    assert each == pytest.approx(1 - 0.05 / 3)
+    # Read at a stricter confidence, the column's own threshold can only give a lower bound, in
+    # every draw. Chosen again at that confidence, another threshold can read higher than the
+    # column: in 7 of 60 such draws (draw 11: 0.33 -> 1.25), which made the headline exceed
+    # its largest column about one audit in ten.
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        inside, outside = 1.0 + rng.standard_normal(2000), rng.standard_normal(2000)
+        column = tight_epsilon(inside, outside, 1e-5, 0.95, split_seed=seed)
+        assert tight_epsilon(inside, outside, 1e-5, each, split_seed=seed, chosen_at=0.95) <= column, seed
+    rng = np.random.default_rng(11)
+    inside, outside = 1.0 + rng.standard_normal(2000), rng.standard_normal(2000)
+    column = tight_epsilon(inside, outside, 1e-5, 0.95, split_seed=11)
+    assert tight_epsilon(inside, outside, 1e-5, each, split_seed=11) > column + 0.5

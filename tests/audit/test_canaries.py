@@ -175,11 +175,22 @@ def test_a_mechanism_is_read_from_each_kind_of_run_record():
         mechanism_from_ledger("dp_mae", {"privacy": None})
 
 
-def test_audit_mechanism_reports_both_bounds_beside_the_claim():
+def test_audit_mechanism_reports_both_bounds_beside_the_claim(monkeypatch):
+    from dpvip.audit import canaries
     from dpvip.audit.bounds import AuditSettings
     from dpvip.audit.canaries import audit_mechanism
 
+    tight_reads = []  # (confidence, chosen_at) of each tight read
+    tight = canaries.tight_epsilon
+
+    def recorded(*args, chosen_at=None):
+        tight_reads.append((args[3], chosen_at))
+        return tight(*args, chosen_at=chosen_at)
+
+    monkeypatch.setattr(canaries, "tight_epsilon", recorded)
     record = audit_mechanism(MECHANISM, AuditSettings(canaries=4000, width=50, guesses=50, runs=2))
+    # the headline reads the column's threshold (chosen at 0.95) at the stricter confidence
+    assert tight_reads == [(0.95, None), (pytest.approx(1 - 0.05 / 3), 0.95)]
     assert record["claimed_epsilon"] == pytest.approx(2.0, rel=1e-6)
     # the tightest accountant of rdp and pld, beside the claim (PLD, within PRV's error of its 2.0)
     assert record["tightest_accountant"] == "pld" and record["tightest_epsilon"] == pytest.approx(2.0, abs=0.05)

@@ -28,7 +28,9 @@ Each column is a lower bound at the stated confidence on its own. The audit's he
 largest of the valid columns, holds at that confidence jointly only if each column in it is
 read at 1 - (1 - confidence) / k for k columns (Bonferroni: a union bound, valid however the
 columns depend on each other, as the one-run and tight white-box columns do through their
-shared first run): `headline_confidence`.
+shared first run): `headline_confidence`. Each column keeps what it chose at its own
+confidence (the one-run guesses, the tight threshold), so the headline is never above the
+largest column.
 """
 
 from __future__ import annotations
@@ -161,21 +163,31 @@ def _upper_rates(threshold, inside: np.ndarray, outside: np.ndarray, level: floa
 
 
 def tight_epsilon(
-    scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float = 0.95, split_seed: int = 0
+    scores_in: np.ndarray,
+    scores_out: np.ndarray,
+    delta: float,
+    confidence: float = 0.95,
+    split_seed: int = 0,
+    chosen_at: float | None = None,
 ) -> float:
     """epsilon refuted at `confidence` by scores of trials with (in) and without (out) the canary.
 
     The threshold is the one whose Clopper-Pearson bound is largest on the choosing half (the
     bound the other half will be read with): a point estimate there prefers thresholds with
-    0-1 errors in a far tail, which the bounding half rarely repeats (then the bound is 0)."""
+    0-1 errors in a far tail, which the bounding half rarely repeats (then the bound is 0).
+    `chosen_at`: the confidence the threshold is chosen at (default `confidence`). The
+    headline reads the column's own threshold at a stricter confidence, which can then only
+    lower the bound; chosen again at that confidence, another threshold could read higher
+    than the column. Any choice made on the choosing half alone leaves the bound valid."""
     _check_confidence(confidence)
     choose_in, bound_in, choose_out, bound_out = _halves(scores_in, scores_out, split_seed)
     level = (1 - confidence) / 2  # two rates, each bounded at half the risk
+    choosing_level = level if chosen_at is None else (1 - chosen_at) / 2
     # candidate thresholds: the tails of the pooled choosing half, from the median outwards
     tails = np.geomspace(0.5, 2.0 / len(choose_out), 200)
     pooled = np.concatenate([choose_in, choose_out])
     candidates = np.unique(np.quantile(pooled, np.concatenate([tails, 1 - tails])))
-    chosen = _epsilon_at(*_upper_rates(candidates, choose_in, choose_out, level), delta)
+    chosen = _epsilon_at(*_upper_rates(candidates, choose_in, choose_out, choosing_level), delta)
     threshold = candidates[int(np.argmax(chosen))]
     return max(0.0, _epsilon_at(*_upper_rates(threshold, bound_in, bound_out, level), delta))
 

@@ -367,7 +367,7 @@ def audit_mechanism(
     headline = max(
         one_run_epsilon(guesses.canaries, guesses.guesses, guesses.correct, mechanism.delta, each),
         one_run_epsilon(black_guesses.canaries, black_guesses.guesses, black_guesses.correct, mechanism.delta, each),
-        tight_epsilon(inside, outside, mechanism.delta, each, split_seed),
+        tight_epsilon(inside, outside, mechanism.delta, each, split_seed, chosen_at=settings.confidence),
     )
     power = {  # the largest bound each column can report: every guess right, no error
         "one_run_white_box": one_run_power(settings.canaries, guesses.guesses, mechanism.delta, settings.confidence),
