@@ -189,23 +189,20 @@ def _shares_of_ours(result: BenchResult) -> list[str]:
     their work is in the norms' and takes the place of the weight gradients'). The norms
     timed alone read inputs that a step would have in cache: what is left can come out
     below 1."""
-    ours, lines, rest = result.median("ours"), [], result.median("ours")
-    if result.noise:
-        seconds = result.noise["seconds"]
-        rest -= seconds
+    ours, noise, norms, lines = result.median("ours"), result.noise, result.norms, []
+    if noise:
         lines.append(
-            f"of which the noise, once per step whatever the batch ({result.noise['parameters']:,} parameters, "
-            f"4 draws each): {seconds:.4f} s = {seconds / ours:.0%} of ours' step"
+            f"of which the noise, once per step whatever the batch ({noise['parameters']:,} parameters, "
+            f"4 draws each): {noise['seconds']:.4f} s = {noise['seconds'] / ours:.0%} of ours' step"
         )
-    if result.norms:
-        norms = result.norms
-        rest -= norms["seconds"]
+    if norms:
         lines.append(
             f"of which the per-example norms ({norms['layers']} layers' norm rules timed alone on the first "
             f"micro-batch's inputs, times {norms['micro_batches']} micro-batch(es)): {norms['seconds']:.4f} s = "
             f"{norms['seconds'] / ours:.0%} of ours' step"
         )
-    if result.noise and result.norms:
+    if noise and norms:
+        rest = ours - noise["seconds"] - norms["seconds"]
         lines.append(
             f"ours' step less the noise and the norms: {rest / result.median('nonprivate'):.2f}x the non-private step"
         )

@@ -8,7 +8,6 @@ Both run in the parent process after the timed processes are gone (it computes t
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 from dataclasses import dataclass
@@ -52,11 +51,9 @@ class _NormCall:
 
     def run(self) -> list:
         """The rule's squared norms per part (None for a bounded formed part: the clipper
-        takes those together), on a fresh call, as the clipper's hook runs it."""
-        call = _Call(self.activations, None, self.views, self.backprops, bounded=self.bounded)
-        device = self.backprops.device.type
-        with torch.autocast(device, enabled=False) if torch.is_autocast_enabled(device) else contextlib.nullcontext():
-            return self.rule(self.layer, call)
+        takes those together), on a fresh call. Called outside autocast, as the clipper's hook
+        runs the rule (it turns autocast off)."""
+        return self.rule(self.layer, _Call(self.activations, None, self.views, self.backprops, bounded=self.bounded))
 
 
 def recorded_norm_calls(setup: BenchSetup) -> tuple[list[_NormCall], torch.Tensor, int]:
