@@ -195,8 +195,8 @@ def job_ratios(device: str, tiny: bool) -> dict:
     with torch.device(device):
         mae = MaskedAutoencoder(MAESettings(size, image_size=image, patch_size=patch))
     mae_loss = lambda m, x, n: m(x, n).loss  # noqa: E731
-    # the largest of each pair within 70% of an 80 GB card sets config/paper.yaml's micro-batch
-    # (bf16 peaks: 14.2 GiB at 256, 24.7 at 512 on an H200; about 46 expected at 1,024)
+    # for each job type, the largest size within 70% of an 80 GB card sets config/paper.yaml's
+    # micro-batch (DP-MAE bf16 peaks: 14.2 GiB at 256, 24.7 at 512 on an H200; about 46 at 1,024)
     for micro in (4,) if tiny else (256, 512, 1024):
         chunks = [(torch.rand(micro, 3, image, image, device=device), mae.mask_noise(micro).to(device))] * 2
         results[f"dp_mae {micro}"] = step_against_nonprivate(mae, chunks, mae_loss, 1, device, rounds)

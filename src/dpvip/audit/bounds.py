@@ -179,10 +179,12 @@ def tight_epsilon(
     headline reads the column's own threshold at a stricter confidence, which can then only
     lower the bound; chosen again at that confidence, another threshold could read higher
     than the column. Any choice made on the choosing half alone leaves the bound valid."""
+    chosen_at = confidence if chosen_at is None else chosen_at
     _check_confidence(confidence)
+    _check_confidence(chosen_at)
     choose_in, bound_in, choose_out, bound_out = _halves(scores_in, scores_out, split_seed)
     level = (1 - confidence) / 2  # two rates, each bounded at half the risk
-    choosing_level = level if chosen_at is None else (1 - chosen_at) / 2
+    choosing_level = (1 - chosen_at) / 2
     # candidate thresholds: the tails of the pooled choosing half, from the median outwards
     tails = np.geomspace(0.5, 2.0 / len(choose_out), 200)
     pooled = np.concatenate([choose_in, choose_out])
